@@ -1,0 +1,207 @@
+"""The mock benchmark: offline tasks that exercise the harness, not an agent's skill.
+
+Every task shows the same synthetic 1920x1200 window (OK, Cancel and Submit buttons and a text
+field). The checker is the reference tool's: the task succeeds when Submit is clicked, or when text
+was typed and OK clicked; otherwise partial credit 0.3 + 0.1 per distinct element clicked (at most
+3) + 0.2 if anything was typed, or 0 when the agent did nothing. Screenshots are drawn only when
+something reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...benchmark import Benchmark
+from ...model import Action, Criterion, Observation, Task, Verdict
+
+#: The Windows Agent Arena domains, in the reference tool's order; mock tasks use the first three
+#: unless told otherwise.
+MOCK_DOMAINS: tuple[str, ...] = (
+    "chrome", "clock", "file_explorer", "libreoffice_calc", "libreoffice_writer", "microsoft_paint",
+    "msedge", "notepad", "settings", "vlc", "vs_code", "windows_calc",
+)
+SCREEN = (1920, 1200)
+TITLE = "Mock Window - Testing"
+
+
+@dataclass(frozen=True)
+class Element:
+    id: str
+    role: str
+    name: str
+    box: tuple[int, int, int, int]  # left, top, right, bottom
+    fill: str
+
+    def contains(self, x: int, y: int) -> bool:
+        left, top, right, bottom = self.box
+        return left <= x <= right and top <= y <= bottom
+
+
+ELEMENTS: tuple[Element, ...] = (
+    Element("1", "button", "OK", (100, 100, 200, 140), "#2f6fdf"),
+    Element("2", "edit", "Input", (100, 160, 500, 200), "#ffffff"),
+    Element("3", "button", "Cancel", (220, 100, 320, 140), "#8a8f98"),
+    Element("4", "button", "Submit", (350, 100, 450, 140), "#2e9b4f"),
+)
+_BY_ID = {e.id: e for e in ELEMENTS}
+
+
+def accessibility_tree() -> dict[str, Any]:
+    return {
+        "role": "window",
+        "name": "Mock Window",
+        "id": "0",
+        "bbox": [0, 0, *SCREEN],
+        "children": [
+            {"role": e.role, "name": e.name, "id": e.id, "bbox": list(e.box), "children": []} for e in ELEMENTS
+        ],
+    }
+
+
+@dataclass
+class _State:
+    task: Task
+    step: int = 0
+    clicked: list[str] = field(default_factory=list)
+    typed: str = ""
+    actions: list[str] = field(default_factory=list)
+
+
+def render_window(task_id: str, step: int, typed: str, clicked: list[str]) -> bytes:
+    """Draw the synthetic window as PNG. Called only when someone reads the screenshot."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", SCREEN, "#eef0f3")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, SCREEN[0], 60), fill="#1f2a3a")
+    draw.text((20, 22), TITLE, fill="#ffffff")
+    for element in ELEMENTS:
+        outline = "#f5a623" if element.id in clicked else "#3b4656"
+        draw.rectangle(element.box, fill=element.fill, outline=outline, width=3)
+        label = typed if element.role == "edit" and typed else element.name
+        color = "#000000" if element.role == "edit" else "#ffffff"
+        draw.text((element.box[0] + 10, element.box[1] + 12), label, fill=color)
+    draw.text((100, 240), f"task {task_id} - step {step}", fill="#3b4656")
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+class MockBenchmark(Benchmark):
+    """``num_tasks`` tasks spread evenly over ``domains`` (the remainder goes to the first ones).
+
+    Ids are ``mock_<domain>_<NNN>``, numbered from 1 within each domain, as in the reference tool.
+    """
+
+    name = "mock"
+
+    def __init__(self, num_tasks: int = 10, domains: list[str] | tuple[str, ...] | None = None) -> None:
+        if num_tasks < 0:
+            raise ValueError(f"num_tasks must be >= 0, got {num_tasks}")
+        self.num_tasks = num_tasks
+        self.domains = tuple(domains) if domains else MOCK_DOMAINS[:3]
+        self._state: _State | None = None
+
+    # -- tasks -------------------------------------------------------------------------------
+    def list_tasks(self, limit: int | None = None) -> list[Task]:
+        count = self.num_tasks if limit is None else limit
+        per_domain, remainder = divmod(count, len(self.domains))
+        tasks: list[Task] = []
+        for index, domain in enumerate(self.domains):
+            for number in range(1, per_domain + (1 if index < remainder else 0) + 1):
+                tasks.append(
+                    Task(
+                        task_id=f"mock_{domain}_{number:03d}",
+                        instruction=f"Mock task {number} in {domain} domain: click the Submit button.",
+                        domain=domain,
+                        benchmark=self.name,
+                        time_limit_steps=15,
+                        raw_config={"mock": True, "synthetic": True},
+                    )
+                )
+        return tasks
+
+    def load_task(self, task_id: str) -> Task:
+        prefix, _, rest = task_id.partition("_")
+        domain, _, number = rest.rpartition("_")
+        if prefix != "mock" or domain not in MOCK_DOMAINS or not number.isdigit() or int(number) < 1:
+            raise KeyError(task_id)
+        return Task(
+            task_id=task_id,
+            instruction=f"Mock task {int(number)} in {domain} domain: click the Submit button.",
+            domain=domain,
+            benchmark=self.name,
+            time_limit_steps=15,
+            raw_config={"mock": True, "synthetic": True},
+        )
+
+    # -- environment -------------------------------------------------------------------------
+    def reset(self, task: Task) -> Observation:
+        self._state = _State(task=task)
+        return self._observe()
+
+    def step(self, action: Action) -> Observation:
+        state = self._require_state()
+        state.step += 1
+        state.actions.append(action.type)
+        if action.type in ("click", "double_click"):
+            element = self._hit(action)
+            if element is not None:
+                state.clicked.append(element.id)
+        elif action.type == "type":
+            state.typed += action.text or ""
+        return self._observe()
+
+    def observe(self) -> Observation:
+        return self._observe()
+
+    def _observe(self) -> Observation:
+        state = self._require_state()
+        task_id, step, typed, clicked = state.task.task_id, state.step, state.typed, list(state.clicked)
+        return Observation(
+            renderer=lambda: render_window(task_id, step, typed, clicked),
+            accessibility_tree=accessibility_tree(),
+            window_title=TITLE,
+            app_name="mock",
+            viewport=SCREEN,
+        )
+
+    def _hit(self, action: Action) -> Element | None:
+        if action.target_id is not None:
+            return _BY_ID.get(str(action.target_id))
+        point = action.to_pixels(*SCREEN)
+        if point is None:
+            return None
+        return next((e for e in ELEMENTS if e.contains(*point)), None)
+
+    def _require_state(self) -> _State:
+        if self._state is None:
+            raise RuntimeError("mock benchmark used before reset()")
+        return self._state
+
+    # -- checker -----------------------------------------------------------------------------
+    def evaluate(self, task: Task, final_action: Action | None) -> Verdict:
+        state = self._require_state()
+        distinct = list(dict.fromkeys(state.clicked))
+        submit = "4" in distinct
+        typed = bool(state.typed)
+        ok_after_typing = typed and "1" in distinct
+        criteria = [
+            Criterion(name="submit clicked", passed=submit, actual=distinct),
+            Criterion(name="text typed", passed=typed, actual=state.typed),
+            Criterion(name="OK clicked", passed="1" in distinct, actual=distinct),
+        ]
+        final = final_action.type if final_action else None
+        reason = f"clicked={distinct}, typed={state.typed!r}, final={final}"
+        if submit or ok_after_typing:
+            return Verdict(score=1.0, passed=True, criteria=criteria, reason=reason)
+        score = 0.0
+        if distinct or typed:
+            score = round(0.3 + 0.1 * min(len(distinct), 3) + (0.2 if typed else 0.0), 10)
+        return Verdict(score=score, passed=False, criteria=criteria, reason=reason)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "synthetic": True, "domains": list(self.domains), "screen": list(SCREEN)}

@@ -1,0 +1,76 @@
+"""The contract a benchmark implements: list tasks, reset, step, check.
+
+It mirrors the reference tool's ``BenchmarkAdapter`` (list, reset, step, evaluate, close) so that
+adapters port with few changes, with one difference that fixes a known fault: ``evaluate`` receives
+the agent's final action (done, fail or answer), because some checkers need the agent's last word.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model import Action, Observation, Task, Verdict
+
+
+class InfrastructureError(RuntimeError):
+    """The environment could not be reached or reset (a VM down, a server gone).
+
+    Items that hit it are errors, not failures, and are left out of the success rate.
+    """
+
+    error_type = "infrastructure"
+
+
+class EvaluationError(RuntimeError):
+    """The checker could not produce a verdict (it crashed, or its server said it cannot score)."""
+
+    error_type = "evaluation"
+
+
+class Benchmark(ABC):
+    """A set of tasks plus an environment the agent acts in and a checker that scores the result.
+
+    One instance serves one process (one xdist worker) and runs its episodes one after the other:
+    ``reset`` must bring the environment to the task's start state whatever ran before.
+    """
+
+    #: Registry name; also the pytest marker and the node id prefix ``bench/<name>``.
+    name: str = "benchmark"
+
+    @abstractmethod
+    def list_tasks(self, limit: int | None = None) -> list[Task]:
+        """All tasks, or at least the first ``limit`` of them (the caller sorts and slices)."""
+
+    def load_task(self, task_id: str) -> Task:
+        """The task with this id. Raises ``KeyError`` naming the id when there is none."""
+        for task in self.list_tasks():
+            if task.task_id == task_id:
+                return task
+        raise KeyError(task_id)
+
+    @abstractmethod
+    def reset(self, task: Task) -> Observation:
+        """Bring the environment to the task's start state and return the first observation."""
+
+    @abstractmethod
+    def step(self, action: Action) -> Observation:
+        """Execute one non-terminal action and return the next observation."""
+
+    @abstractmethod
+    def evaluate(self, task: Task, final_action: Action | None) -> Verdict:
+        """Score the end state with the benchmark's own checker."""
+
+    def close(self) -> None:
+        """Release what the benchmark holds (servers, temporary files). Called once per process."""
+
+    def describe(self) -> dict[str, Any]:
+        """Facts about this benchmark for the run record (versions, server URLs, ...)."""
+        return {"name": self.name}
+
+    def __enter__(self) -> Benchmark:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

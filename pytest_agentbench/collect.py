@@ -1,0 +1,86 @@
+"""Collection: one collector per benchmark under the Session, one group per domain, one item per
+task, with node ids ``bench/<bench>::<domain>::<task_id>`` (no brackets, see pytest#15045)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .manifest import Suite
+
+TASK_KEY = pytest.StashKey[dict]()
+SUITE_KEY = pytest.StashKey[str]()
+
+
+def run_task(episode: Any, request: pytest.FixtureRequest) -> None:
+    """The body of every benchmark item: the episode ran in the ``episode`` fixture (so that
+    infrastructure errors are setup errors); here its verdict becomes the test outcome."""
+    from .outcomes import raise_outcome
+    from .session import OUTCOME_KEY
+
+    raise_outcome(request.node.stash[OUTCOME_KEY])
+
+
+class BenchItem(pytest.Function):
+    """One task. A ``pytest.Function`` so fixtures resolve from ``run_task``'s signature."""
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        task = self.stash[TASK_KEY]
+        return self.path, None, f"{task['benchmark']}::{task.get('domain', 'default')}::{task['task_id']}"
+
+    @property
+    def task(self) -> dict[str, Any]:
+        return self.stash[TASK_KEY]
+
+
+class DomainGroup(pytest.Collector):
+    def __init__(self, *args: Any, tasks: list[dict[str, Any]] | None = None, known: dict[str, str] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tasks = tasks or []
+        self._known = known or {}
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for task in self._tasks:
+            item = BenchItem.from_parent(self, name=task["task_id"], callobj=run_task)
+            item.stash[TASK_KEY] = task
+            item.add_marker(task["benchmark"])
+            if task.get("domain"):
+                item.add_marker(task["domain"])
+            for tag in task.get("tags", ()):
+                item.extra_keyword_matches.add(tag)
+            status = self._known.get(f"{task['benchmark']}::{task['task_id']}")
+            if status is not None:
+                from .outcomes import EpisodeFailed
+
+                item.add_marker(pytest.mark.xfail(
+                    reason=f"did not pass in the baseline run ({status})", strict=False, raises=EpisodeFailed))
+            yield item
+
+
+class BenchSuite(pytest.Collector):
+    """All tasks of one benchmark, grouped by domain."""
+
+    def __init__(self, *args: Any, suite: Suite | None = None, known: dict[str, str] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        assert suite is not None
+        self._suite = suite
+        self._known = known or {}
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for task in self._suite.tasks:
+            groups.setdefault(task.get("domain", "default"), []).append(task)
+        for domain in sorted(groups):
+            yield DomainGroup.from_parent(self, name=domain, tasks=groups[domain], known=self._known)
+
+
+def suites_for(session: pytest.Session, suites: list[Suite], known: dict[str, str]) -> list[pytest.Collector]:
+    return [
+        BenchSuite.from_parent(session, name=suite.name, nodeid=f"bench/{suite.name}", suite=suite, known=known)
+        for suite in suites
+    ]

@@ -1,0 +1,122 @@
+"""One episode, without pytest: reset, let the agent act until it stops, then ask the checker.
+
+Rules (each fixes a fault of the reference runner):
+
+* **Step limit.** An explicit ``max_steps`` (``--max-steps``) beats the task's own
+  ``time_limit_steps``; without one the task's limit applies, and without either
+  ``DEFAULT_MAX_STEPS``. See :func:`step_limit`.
+* **Step counting.** ``num_steps`` is the number of actions the environment executed. Terminal
+  actions (done, fail, answer, error) are recorded in ``steps`` but never counted, on every path,
+  including when something raises.
+* **The agent's last word reaches the checker.** The terminal action is passed to
+  ``Benchmark.evaluate`` so checkers that need it (WAA's infeasible tasks need FAIL) can see it.
+* **Running out of steps is an agent error**: the checker still scores the end state (so the
+  record shows how far the agent got), but the episode counts as a failure.
+* **Errors by phase.** reset and step raise -> ``infrastructure``; act raises or returns ``error``
+  -> ``agent`` (the checker is not called); evaluate raises -> ``evaluation``. An exception with an
+  ``error_type`` attribute overrides the phase's type.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .model import Action, EpisodeRecord, Observation, Step
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .benchmark import Benchmark
+    from .model import Task
+
+DEFAULT_MAX_STEPS = 50
+
+
+def step_limit(task: Task, max_steps: int | None) -> int:
+    """The one rule for which limit wins: explicit ``max_steps``, else the task's, else the default."""
+    if max_steps is not None:
+        return max_steps
+    return task.time_limit_steps or DEFAULT_MAX_STEPS
+
+
+def _error_type(exc: BaseException, default: str) -> str:
+    kind = getattr(exc, "error_type", None)
+    return kind if kind in ("agent", "infrastructure", "evaluation") else default
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def run_episode(
+    agent: Agent,
+    benchmark: Benchmark,
+    task: Task,
+    *,
+    max_steps: int | None = None,
+    agent_name: str | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> EpisodeRecord:
+    """Play ``task`` once and return its record. Never raises for agent, environment or checker
+    faults: they become the record's ``error_type`` (KeyboardInterrupt and SystemExit pass)."""
+    limit = step_limit(task, max_steps)
+    record = EpisodeRecord(
+        task_id=task.task_id,
+        benchmark=task.benchmark or benchmark.name,
+        domain=task.domain,
+        agent=agent_name or getattr(agent, "name", type(agent).__name__),
+        instruction=task.instruction,
+        step_limit=limit,
+    )
+    started = time.perf_counter()
+    history: list[tuple[Observation, Action]] = []
+    phase = "reset"
+    try:
+        agent.reset()
+        observation = benchmark.reset(task)
+        while True:
+            if record.num_steps >= limit:
+                record.error_type = "agent"
+                record.error = f"step limit reached: the agent took {limit} steps without done, fail or answer"
+                break
+            phase = "act"
+            step_started = time.perf_counter()
+            action = agent.act(observation, task, history)
+            if not isinstance(action, Action):
+                raise TypeError(f"act() must return an Action, got {type(action).__name__}")
+            step = Step(index=len(record.steps), action=action, observation=observation)
+            step.reasoning = action.reason
+            history.append((observation, action))
+            record.steps.append(step)
+            if action.is_terminal:
+                step.seconds = time.perf_counter() - step_started
+                if on_step:
+                    on_step(step)
+                record.final_action = action
+                if action.type == "error":
+                    record.error_type = "agent"
+                    record.error = f"agent reported an error: {action.reason or 'no reason given'}"
+                break
+            phase = "step"
+            observation = benchmark.step(action)
+            record.num_steps += 1
+            step.seconds = time.perf_counter() - step_started
+            if on_step:
+                on_step(step)
+        record.final_observation = observation
+        if record.final_action is None or record.final_action.type != "error":
+            phase = "evaluate"
+            record.verdict = benchmark.evaluate(task, record.final_action)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - every other fault becomes part of the record
+        default = {"reset": "infrastructure", "step": "infrastructure", "act": "agent", "evaluate": "evaluation"}[phase]
+        kind = _error_type(exc, default)
+        record.error_type = kind  # type: ignore[assignment]
+        where = {"reset": "environment reset", "step": "environment step", "act": "agent", "evaluate": "checker"}[phase]
+        record.error = f"{where} failed: {_describe(exc)}"
+    record.total_time_seconds = time.perf_counter() - started
+    record.cost_usd = sum(s.cost_usd for s in record.steps)
+    return record

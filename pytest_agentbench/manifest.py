@@ -1,0 +1,128 @@
+"""Resolve the selected benchmarks into a sorted, frozen list of tasks.
+
+Under pytest-xdist every worker must collect the identical list, so the controller resolves the
+manifest once, writes it as JSON and hands its path to the workers, which build their items from
+that file alone and never enumerate tasks themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .benchmark import Benchmark
+    from .options import Settings
+    from .registry import BenchmarkRegistry
+
+SCHEMA = "pytest-agentbench/manifest/v1"
+
+
+@dataclass
+class Suite:
+    name: str
+    tasks: list[dict[str, Any]]
+    description: str = ""
+
+
+@dataclass
+class Manifest:
+    suites: list[Suite] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "suites": [{"name": s.name, "description": s.description, "tasks": s.tasks} for s in self.suites],
+        }
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_json(), sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> Manifest:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"{path} is not a pytest-agentbench manifest")
+        return cls([Suite(s["name"], s["tasks"], s.get("description", "")) for s in data["suites"]])
+
+    @property
+    def task_count(self) -> int:
+        return sum(len(s.tasks) for s in self.suites)
+
+
+def _sort_key(task: dict[str, Any]) -> tuple[str, str]:
+    return (task.get("domain", "default"), task["task_id"])
+
+
+def resolve(
+    settings: Settings,
+    registry: BenchmarkRegistry,
+    instances: dict[str, Benchmark],
+    config: pytest.Config | None,
+) -> Manifest:
+    """Build the manifest. Unknown benchmarks and task ids are usage errors that name them.
+
+    ``instances`` receives the benchmark objects created on the way, so an in-process run can
+    reuse them instead of creating them twice.
+    """
+    unknown = [name for name in settings.benchmarks if name not in registry]
+    if unknown:
+        raise pytest.UsageError(
+            f"unknown benchmark {', '.join(map(repr, unknown))} in --bench; available: {', '.join(registry.names())}"
+        )
+    manifest = Manifest()
+    wanted = list(dict.fromkeys(settings.task_ids))
+    found: set[str] = set()
+    for name in settings.benchmarks:
+        entry = registry.get(name)
+        try:
+            bench = instances.get(name) or entry.factory(config)
+            instances[name] = bench
+            tasks = bench.list_tasks(None if wanted else settings.tasks)
+        except pytest.UsageError:
+            raise
+        except (ValueError, KeyError, OSError) as exc:
+            raise pytest.UsageError(f"benchmark {name!r} could not list its tasks: {exc}") from None
+        by_id: dict[str, Any] = {}
+        for task in tasks:
+            if task.task_id in by_id:
+                raise pytest.UsageError(f"benchmark {name!r} has two tasks with id {task.task_id!r}; ids must be unique")
+            by_id[task.task_id] = task
+        if wanted:
+            selected = []
+            for task_id in wanted:
+                task = by_id.get(task_id)
+                if task is None:
+                    try:
+                        task = bench.load_task(task_id)
+                    except KeyError:
+                        continue
+                selected.append(task)
+                found.add(task_id)
+            tasks = selected
+        dumped = []
+        for task in tasks:
+            data = task.model_dump(mode="json", exclude_defaults=True)
+            data["benchmark"] = name
+            data.setdefault("domain", "default")
+            dumped.append(data)
+        dumped.sort(key=_sort_key)
+        if settings.tasks is not None:
+            dumped = dumped[: settings.tasks]
+        manifest.suites.append(Suite(name, dumped, entry.description))
+    missing = [task_id for task_id in wanted if task_id not in found]
+    if missing:
+        raise pytest.UsageError(
+            f"--bench-task {', '.join(map(repr, missing))} matches no task of {', '.join(settings.benchmarks)}; "
+            "check the id (use --collect-only -q to list ids)"
+        )
+    return manifest

@@ -1,0 +1,77 @@
+"""The one place that maps an episode to a pytest outcome (DESIGN.md §3.6).
+
+| episode                                         | pytest outcome                  | in success rate |
+|-------------------------------------------------|---------------------------------|-----------------|
+| checker passed                                  | passed                          | yes, success    |
+| checker failed (score below the pass threshold) | failed, reason + criteria table | yes, failure    |
+| agent error (raised, returned error, out of steps) | failed                       | yes, failure    |
+| checker could not evaluate (passed is None)     | skipped "not evaluated: <why>"  | no              |
+| infrastructure or evaluation error              | error (setup phase)             | no              |
+| known failure (``--baseline``, xfail marker)    | xfailed; a pass becomes XPASS   | by its verdict  |
+
+Projects override the mapping with the ``pytest_agentbench_verdict_to_outcome`` hook.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import pytest
+
+if TYPE_CHECKING:
+    from .model import EpisodeRecord
+
+OutcomeKind = Literal["passed", "failed", "skipped", "error"]
+
+
+class EpisodeFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A scored failure (checker said no, or the agent erred). The only exception a ``--baseline``
+    xfail accepts, so infrastructure errors of known-failing tasks still show as errors."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: OutcomeKind
+    message: str = ""
+
+
+def criteria_table(record: EpisodeRecord) -> str:
+    if record.verdict is None or not record.verdict.criteria:
+        return ""
+    rows = [("criterion", "result", "detail")]
+    for c in record.verdict.criteria:
+        mark = "pass" if c.passed else ("n/a" if c.passed is None else "FAIL")
+        detail = c.detail or ("" if c.actual is None else f"actual={c.actual!r}")
+        rows.append((c.name, mark, detail[:80]))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def default_outcome(record: EpisodeRecord) -> Outcome:
+    """The built-in mapping from an episode record to an outcome."""
+    steps = f"{record.num_steps} step{'s' if record.num_steps != 1 else ''}"
+    if record.error_type in ("infrastructure", "evaluation"):
+        return Outcome("error", f"{record.error_type} error: {record.error}")
+    if record.error_type == "agent":
+        return Outcome("failed", f"agent error after {steps}: {record.error}")
+    verdict = record.verdict
+    if verdict is None or verdict.passed is None:
+        why = verdict.reason if verdict is not None and verdict.reason else "the checker returned no verdict"
+        return Outcome("skipped", f"not evaluated: {why}")
+    if verdict.passed:
+        return Outcome("passed", f"score {verdict.score:.3f} after {steps}")
+    message = f"checker failed: score {verdict.score:.3f} after {steps}: {verdict.reason}"
+    table = criteria_table(record)
+    return Outcome("failed", message + ("\n" + table if table else ""))
+
+
+def raise_outcome(outcome: Outcome) -> None:
+    """Turn an outcome into pytest's control flow. ``error`` raises from setup (the caller's job)."""
+    if outcome.kind == "passed":
+        return
+    if outcome.kind == "skipped":
+        pytest.skip(outcome.message)
+    if outcome.kind == "failed":
+        raise EpisodeFailed(outcome.message, pytrace=False)
+    pytest.fail(outcome.message, pytrace=False)

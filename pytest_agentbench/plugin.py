@@ -1,0 +1,147 @@
+"""pytest11 entry point. Inert unless a benchmark is requested (``--bench`` or the ini key).
+
+Installed plugins load in every pytest run of every project, so this module imports only pytest
+and the standard library at startup; pydantic models, httpx and pillow load when a run asks for a
+benchmark.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from . import hookspecs, options
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .benchmark import Benchmark
+    from .model import EpisodeRecord, Task
+    from .record.runfolder import RunFolder
+    from .registry import AgentRegistry, BenchmarkRegistry
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.addoption(parser)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not options.benchmarks_requested(config):
+        return
+    from .session import STATE_KEY, AgentbenchPlugin, is_worker
+
+    state = AgentbenchPlugin(config, options.settings_from_config(config))
+    config.stash[STATE_KEY] = state
+    config.pluginmanager.register(state, "agentbench-session")
+    if not is_worker(config):
+        from .record.controller import RunController
+
+        config.pluginmanager.register(RunController(state), "agentbench-controller")
+        if config.pluginmanager.hasplugin("xdist"):
+            from .xdist_support import XdistController
+
+            config.pluginmanager.register(XdistController(state), "agentbench-xdist")
+        if config.pluginmanager.hasplugin("html"):
+            from .record.html import HtmlColumns
+
+            config.pluginmanager.register(HtmlColumns(), "agentbench-html")
+
+
+# -- the built-ins, registered through the same hooks a conftest.py uses ------------------------
+def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
+    def mock(config: pytest.Config | None) -> Benchmark:
+        from .benches.mock import MockBenchmark
+
+        return MockBenchmark()
+
+    registry.register("mock", mock, description="offline synthetic window; tests the harness, no VM or key")
+
+
+def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
+    def mock(config: pytest.Config | None) -> Agent:
+        from .agents import MockAgent
+
+        return MockAgent()
+
+    def noop(config: pytest.Config | None) -> Agent:
+        from .agents import NoopAgent
+
+        return NoopAgent()
+
+    def scripted(config: pytest.Config | None) -> Agent:
+        from .agents import ScriptedAgent, load_script
+
+        path = None
+        if config is not None:
+            from .session import STATE_KEY
+
+            state = config.stash.get(STATE_KEY, None)
+            path = state.settings.agent_script if state is not None else config.getoption("agent_script")
+        if not path:
+            raise pytest.UsageError("--agent scripted needs --agent-script FILE (a JSON object of actions per task id)")
+        try:
+            return ScriptedAgent(load_script(path))
+        except ValueError as exc:
+            raise pytest.UsageError(f"--agent-script: {exc}") from None
+
+    registry.register("mock", mock, description="clicks the button the mock checker looks for, then done")
+    registry.register("noop", noop, description="says done at once; fails every task")
+    registry.register("scripted", scripted, description="plays actions per task id from --agent-script FILE")
+
+
+# -- fixtures ------------------------------------------------------------------------------------
+@pytest.fixture
+def bench_task(request: pytest.FixtureRequest) -> Task:
+    """The task of the current benchmark item."""
+    from .session import task_from_item
+
+    return task_from_item(request.node)
+
+
+@pytest.fixture
+def bench_env(request: pytest.FixtureRequest) -> Benchmark:
+    """The benchmark (environment and checker) of the current item; one instance per process."""
+    from .collect import TASK_KEY
+    from .session import fixture_state
+
+    return fixture_state(request).benchmark(request.node.stash[TASK_KEY]["benchmark"])
+
+
+@pytest.fixture
+def agent(request: pytest.FixtureRequest) -> Agent:
+    """The ``--agent`` agent; one instance per process. Override it in a conftest.py to test
+    your own agent object without registering it."""
+    from .session import fixture_state
+
+    return fixture_state(request).agent()
+
+
+@pytest.fixture
+def run_record(request: pytest.FixtureRequest) -> RunFolder | None:
+    """The run folder (None under --collect-only)."""
+    from .session import fixture_state
+
+    return fixture_state(request).run_folder
+
+
+@pytest.fixture
+def episode(request: pytest.FixtureRequest, bench_task: Task, bench_env: Benchmark, agent: Agent) -> EpisodeRecord:
+    """Plays the item's episode during setup and returns its record.
+
+    Infrastructure and evaluation errors fail here, so pytest reports them as errors (setup),
+    not as failures of the agent.
+    """
+    from .session import OUTCOME_KEY, fixture_state
+
+    record = fixture_state(request).play(request.node, bench_task, bench_env, agent)
+    outcome = request.node.stash[OUTCOME_KEY]
+    if outcome.kind == "error":
+        pytest.fail(outcome.message, pytrace=False)
+    return record
+
+

@@ -1,0 +1,129 @@
+"""Controller-side run record: results.jsonl from forwarded reports, summary.json, the viewer,
+the terminal summary and the ``--min-success`` gate. Registered only on the controller (or the
+single process without xdist), so every record is written exactly once."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .. import metrics as m
+
+if TYPE_CHECKING:
+    from ..session import AgentbenchPlugin
+
+SUMMARY_SCHEMA = "pytest-agentbench/summary/v1"
+
+
+def status_of(report: pytest.TestReport) -> str:
+    """The item's final pytest outcome as one word."""
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.when != "call" and report.failed:
+        return "error"
+    return report.outcome
+
+
+class RunController:
+    def __init__(self, state: AgentbenchPlugin) -> None:
+        self.state = state
+        self.records: list[dict[str, Any]] = []
+        self.started = _dt.datetime.now(_dt.timezone.utc)
+        self.gate_message: str | None = None
+        self.summary: dict[str, Any] | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .runfolder import RunFolder, default_run_name
+
+        config = session.config
+        settings = self.state.settings
+        if config.option.collectonly or self.state.manifest is None:
+            return
+        name = settings.run_name or default_run_name(settings.benchmarks, settings.agent)
+        try:
+            folder = RunFolder.create(settings.results_dir, name)
+        except (ValueError, OSError) as exc:
+            raise pytest.UsageError(f"cannot create the run folder: {exc}") from None
+        self.state.run_folder = folder
+        self.state.manifest.write(folder.manifest_path)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        payload = getattr(report, "agentbench", None)
+        if not payload or self.state.run_folder is None:
+            return
+        if report.when == "call" or report.failed or report.skipped:
+            record = dict(payload)
+            record["status"] = status_of(report)
+            record["duration"] = round(report.duration, 6)
+            self.records.append(record)
+            self.state.run_folder.append_result(record)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        folder = self.state.run_folder
+        if folder is None:
+            return
+        attempts = [m.attempt_from_result(r) for r in self.records]
+        overall = m.metrics(attempts)
+        settings = self.state.settings
+        self.summary = {
+            "schema": SUMMARY_SCHEMA,
+            "run_name": folder.name,
+            "benchmark_name": "+".join(settings.benchmarks),
+            "benchmarks": list(settings.benchmarks),
+            "agent": settings.agent,
+            "model_id": settings.agent,
+            "created_at": self.started.isoformat(timespec="seconds"),
+            "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "max_steps": settings.max_steps,
+            **overall,
+            "by_domain": m.by_domain(attempts),
+            "statuses": _count(r["status"] for r in self.records),
+            "tasks": [
+                {k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
+                                      "num_steps", "error", "error_type", "reason", "trajectory")}
+                for r in self.records
+            ],
+        }
+        folder.write_json(folder.summary_path, self.summary)
+        from .viewer import write_viewer
+
+        write_viewer(folder.path)
+        threshold = settings.min_success
+        if threshold is not None and self.records:
+            rate = overall["success_rate"]
+            if rate is None or rate < threshold:
+                shown = m.format_rate(rate)
+                self.gate_message = (
+                    f"ERROR: success rate {shown} (outcomes only) is below --min-success {threshold * 100:.1f}%"
+                )
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.summary is None:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "agentbench")
+        for line in m.results_block(self.summary):
+            tr.write_line(line)
+        if len(self.summary["by_domain"]) > 1 or len(self.state.settings.benchmarks) > 1:
+            tr.write_line("")
+            for line in m.domain_table(self.summary["by_domain"]):
+                tr.write_line(line)
+        folder = self.state.run_folder
+        assert folder is not None
+        tr.write_line("")
+        tr.write_line(f"Results saved to: {folder.path}")
+        tr.write_line(f"View them with:   {folder.viewer_path}")
+        if self.gate_message:
+            tr.write_line(self.gate_message, red=True, bold=True)
+
+
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for value in values:
+        out[value] = out.get(value, 0) + 1
+    return dict(sorted(out.items()))

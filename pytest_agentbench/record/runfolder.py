@@ -1,0 +1,123 @@
+"""The run folder: ``<results-dir>/<run-name>/`` with results.jsonl, summary.json and tasks/.
+
+Layout::
+
+    <run>/manifest.json              the frozen task list (xdist workers collect from it)
+    <run>/results.jsonl              one record per item, appended by the controller
+    <run>/summary.json               metrics and per-task rows, written at the end
+    <run>/viewer.html                static viewer rendered from the two files above
+    <run>/tasks/<bench>/<slug>/trajectory.json
+    <run>/tasks/<bench>/<slug>/step_000.png ... final.png
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def task_slug(task_id: str) -> str:
+    """A folder name for a task id. Ids that had to be changed get a hash suffix, so ``a.b`` and
+    ``a_b`` (or any two ids that sanitise alike) never share a folder."""
+    slug = _UNSAFE.sub("_", task_id)[:120]
+    if slug != task_id:
+        slug += "-" + hashlib.sha1(task_id.encode()).hexdigest()[:8]
+    return slug
+
+
+def default_run_name(benchmarks: list[str] | tuple[str, ...], agent: str) -> str:
+    stamp = _dt.datetime.now().strftime("%Y%m%d_%H%M%S")
+    return f"{'+'.join(benchmarks) or 'run'}_{agent}_{stamp}"
+
+
+class RunFolder:
+    """One run's folder. Created once, on the controller; workers open it by path."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, results_dir: Path, run_name: str) -> RunFolder:
+        """Make a new folder; a taken name gets ``-2``, ``-3``... so no run overwrites another."""
+        if not run_name or run_name in (".", "..") or "/" in run_name or "\\" in run_name:
+            raise ValueError(f"--run-name {run_name!r} must be a plain folder name")
+        results_dir.mkdir(parents=True, exist_ok=True)
+        candidate, n = run_name, 1
+        while True:
+            try:
+                (results_dir / candidate).mkdir()
+                return cls(results_dir / candidate)
+            except FileExistsError:
+                n += 1
+                candidate = f"{run_name}-{n}"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / "results.jsonl"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / "summary.json"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def viewer_path(self) -> Path:
+        return self.path / "viewer.html"
+
+    def task_dir(self, benchmark: str, task_id: str) -> Path:
+        return self.path / "tasks" / task_slug(benchmark) / task_slug(task_id)
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.path).as_posix()
+
+    def append_result(self, record: dict[str, Any]) -> None:
+        """Append one JSON line with a single write on an O_APPEND descriptor, so a line is
+        either whole or absent, whatever else writes the file."""
+        line = (json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+    def read_results(self) -> list[dict[str, Any]]:
+        return read_results(self.results_path)
+
+    def write_json(self, path: Path, data: Any) -> None:
+        """Write JSON through a temporary file and a rename, so readers never see half a file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record."""
+    path = Path(path)
+    records = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path} line {number} is not JSON: {exc.msg}") from None
+            if not isinstance(record, dict) or "task_id" not in record or "benchmark" not in record:
+                raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
+            records.append(record)
+    return records

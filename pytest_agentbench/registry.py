@@ -1,0 +1,60 @@
+"""Name -> factory registries for benchmarks and agents, filled through the plugin hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    import pytest
+
+    from .agent import Agent
+    from .benchmark import Benchmark
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    name: str
+    factory: Callable[[pytest.Config | None], T]
+    description: str = ""
+
+
+@dataclass
+class _Registry(Generic[T]):
+    kind: str
+    entries: dict[str, Entry[T]] = field(default_factory=dict)
+
+    def register(self, name: str, factory: Callable[..., T], *, description: str = "") -> None:
+        """Add ``name``. A later registration under the same name replaces the earlier one, so a
+        conftest.py can override a built-in."""
+        if not name or not name.replace("-", "_").replace(".", "_").isidentifier():
+            raise ValueError(f"{self.kind} name {name!r} must be a word (letters, digits, '-', '_')")
+        self.entries[name] = Entry(name, factory, description)
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def get(self, name: str) -> Entry[T]:
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise KeyError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names()) or 'none'}") from None
+
+    def create(self, name: str, config: Any = None) -> T:
+        return self.get(name).factory(config)
+
+
+class BenchmarkRegistry(_Registry["Benchmark"]):
+    def __init__(self) -> None:
+        super().__init__("benchmark")
+
+
+class AgentRegistry(_Registry["Agent"]):
+    def __init__(self) -> None:
+        super().__init__("agent")

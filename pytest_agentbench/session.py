@@ -1,0 +1,231 @@
+"""The plugin object registered when a benchmark is requested: it resolves the manifest, builds
+the collectors, plays episodes for the fixtures and attaches each item's record to its reports.
+
+Controller-only work (the run folder's results.jsonl, summary, terminal report, thresholds) lives in
+``record/controller.py``; xdist wiring in ``xdist_support.py``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from . import collect
+from .options import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from .agent import Agent
+    from .benchmark import Benchmark
+    from .manifest import Manifest
+    from .model import EpisodeRecord, Task
+    from .outcomes import Outcome
+    from .record.runfolder import RunFolder
+    from .registry import AgentRegistry, BenchmarkRegistry
+
+STATE_KEY = pytest.StashKey["AgentbenchPlugin"]()
+OUTCOME_KEY = pytest.StashKey["Outcome"]()
+PAYLOAD_KEY = pytest.StashKey[dict]()
+MANIFEST_INPUT = "agentbench_manifest"
+RUNFOLDER_INPUT = "agentbench_run_folder"
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class AgentbenchPlugin:
+    """State of one pytest process (controller or worker) for a benchmark run."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.manifest: Manifest | None = None
+        self.known_failures: dict[str, str] = {}
+        self.run_folder: RunFolder | None = None
+        self.benchmarks: dict[str, Benchmark] = {}
+        self._agent: Agent | None = None
+        self._bench_registry: BenchmarkRegistry | None = None
+        self._agent_registry: AgentRegistry | None = None
+        self._agent_scripts: Any = None
+
+    # -- registries ------------------------------------------------------------------------
+    @property
+    def bench_registry(self) -> BenchmarkRegistry:
+        if self._bench_registry is None:
+            from .registry import BenchmarkRegistry
+
+            self._bench_registry = BenchmarkRegistry()
+            self.config.hook.pytest_agentbench_register_benchmarks(registry=self._bench_registry)
+        return self._bench_registry
+
+    @property
+    def agent_registry(self) -> AgentRegistry:
+        if self._agent_registry is None:
+            from .registry import AgentRegistry
+
+            self._agent_registry = AgentRegistry()
+            self.config.hook.pytest_agentbench_register_agents(registry=self._agent_registry)
+        return self._agent_registry
+
+    def make_agent(self) -> Agent:
+        """Build the ``--agent`` agent. Unknown names and factory errors are usage errors."""
+        registry = self.agent_registry
+        name = self.settings.agent
+        if name not in registry:
+            raise pytest.UsageError(f"unknown agent {name!r} in --agent; available: {', '.join(registry.names())}")
+        try:
+            agent = registry.create(name, self.config)
+        except pytest.UsageError:
+            raise
+        except (ValueError, OSError) as exc:
+            raise pytest.UsageError(f"agent {name!r} could not start: {exc}") from None
+        if not getattr(agent, "name", None) or agent.name == "agent":
+            agent.name = name
+        return agent
+
+    # -- session start: resolve (controller) or load (worker) ----------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .manifest import Manifest, resolve
+        from .record.runfolder import RunFolder
+
+        config = self.config
+        if is_worker(config):
+            data = config.workerinput  # type: ignore[attr-defined]
+            self.manifest = Manifest.read(data[MANIFEST_INPUT])
+            self.known_failures = dict(data.get("agentbench_known", {}))
+            self.run_folder = RunFolder(data[RUNFOLDER_INPUT])
+        else:
+            self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
+            if self.settings.baseline is not None:
+                from .baseline import load_baseline
+
+                try:
+                    self.known_failures = load_baseline(self.settings.baseline)
+                except ValueError as exc:
+                    raise pytest.UsageError(f"--baseline: {exc}") from None
+            # Fail fast on a bad --agent (unknown name, missing API key) before anything starts.
+            self.make_agent().close()
+        for suite in self.manifest.suites:
+            self._register_marker(suite.name, f"tasks of benchmark {suite.name}")
+            for domain in sorted({t.get("domain", "default") for t in suite.tasks}):
+                self._register_marker(domain, f"tasks in domain {domain}")
+
+    def _register_marker(self, name: str, text: str) -> None:
+        line = f"{name}: {text} (pytest-agentbench)"
+        if line not in self.config.getini("markers"):
+            self.config.addinivalue_line("markers", line)
+
+    # -- collection ----------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        report = yield
+        if isinstance(collector, pytest.Session) and self.manifest is not None:
+            if self.config.args_source != pytest.Config.ArgsSource.ARGS:
+                # No paths given: run the benchmarks only, not the project's own test files.
+                report.result = []
+            report.result.extend(collect.suites_for(collector, self.manifest.suites, self.known_failures))
+        return report
+
+    # -- per-process objects -------------------------------------------------------------------
+    def benchmark(self, name: str) -> Benchmark:
+        bench = self.benchmarks.get(name)
+        if bench is None:
+            bench = self.bench_registry.create(name, self.config)
+            self.benchmarks[name] = bench
+        return bench
+
+    def agent(self) -> Agent:
+        if self._agent is None:
+            self._agent = self.make_agent()
+        return self._agent
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        for bench in self.benchmarks.values():
+            try:
+                bench.close()
+            except Exception as exc:  # noqa: BLE001 - closing one must not stop closing the rest
+                warnings.warn(pytest.PytestWarning(f"closing benchmark {bench.name!r} failed: {exc}"), stacklevel=1)
+        self.benchmarks.clear()
+        if self._agent is not None:
+            self._agent.close()
+            self._agent = None
+
+    # -- playing one item ----------------------------------------------------------------------
+    def play(self, item: pytest.Item, task: Task, bench: Benchmark, agent: Agent) -> EpisodeRecord:
+        """Run the episode, decide the outcome, write the task's files, attach the record."""
+        from .episode import run_episode
+        from .outcomes import default_outcome
+        from .record.artifacts import save_episode
+
+        agent_name = getattr(agent, "name", None) or self.settings.agent
+        started = time.perf_counter()
+        record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name)
+        outcome = item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item) or default_outcome(record)
+        item.stash[OUTCOME_KEY] = outcome
+        payload = save_episode(self, item, task, record, outcome, time.perf_counter() - started)
+        item.config.hook.pytest_agentbench_episode_finished(record=record, item=item, payload=payload)
+        item.stash[PAYLOAD_KEY] = payload
+        item.user_properties.extend([
+            ("task_id", record.task_id),
+            ("benchmark", record.benchmark),
+            ("domain", record.domain),
+            ("agent", record.agent),
+            ("score", f"{record.score:.3f}"),
+            ("steps", record.num_steps),
+            ("verdict", payload["reason"] or ""),
+            ("duration", f"{record.total_time_seconds:.3f}"),
+        ])
+        return record
+
+    # -- reports -------------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if not isinstance(item, collect.BenchItem):
+            return report
+        payload = item.stash.get(PAYLOAD_KEY, None)
+        attach = (report.when == "call") or (report.when == "setup" and not report.passed)
+        if not attach:
+            return report
+        if payload is None:
+            payload = self._payload_without_episode(item, report)
+            item.stash[PAYLOAD_KEY] = payload
+        report.agentbench = payload  # type: ignore[attr-defined]  # plain JSON: survives xdist
+        if self.config.pluginmanager.hasplugin("html"):
+            from .record.html import extras_for
+
+            extras = extras_for(self.config, self.run_folder, payload)
+            if extras:
+                report.extras = [*getattr(report, "extras", []), *extras]  # type: ignore[attr-defined]
+        return report
+
+    def _payload_without_episode(self, item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
+        """A record for an item that failed before its episode could run (a fixture raised)."""
+        from .record.artifacts import base_payload
+
+        task = item.stash[collect.TASK_KEY]
+        message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
+        payload = base_payload(item.nodeid, task, self.settings.agent)
+        payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
+        return payload
+
+
+def fixture_state(request: pytest.FixtureRequest) -> AgentbenchPlugin:
+    state = request.config.stash.get(STATE_KEY, None)
+    if state is None:
+        raise pytest.UsageError("the agentbench fixtures need a benchmark run (--bench NAME)")
+    return state
+
+
+def task_from_item(item: pytest.Item) -> Task:
+    from .model import Task
+
+    return Task.model_validate(item.stash[collect.TASK_KEY])
+

@@ -1,0 +1,28 @@
+"""xdist wiring, registered only when pytest-xdist is present, on the controller.
+
+The controller has already resolved the manifest and created the run folder at session start
+(before DSession starts any worker); each worker gets their paths through ``workerinput`` and
+builds its items from the frozen manifest, so all workers collect the identical list.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .session import AgentbenchPlugin
+
+
+class XdistController:
+    def __init__(self, state: AgentbenchPlugin) -> None:
+        self.state = state
+
+    def pytest_configure_node(self, node: Any) -> None:
+        from .session import MANIFEST_INPUT, RUNFOLDER_INPUT
+
+        folder = self.state.run_folder
+        if folder is None:
+            return
+        node.workerinput[MANIFEST_INPUT] = str(folder.manifest_path.absolute())
+        node.workerinput[RUNFOLDER_INPUT] = str(folder.path.absolute())
+        node.workerinput["agentbench_known"] = dict(self.state.known_failures)
