@@ -27,7 +27,14 @@ OutcomeKind = Literal["passed", "failed", "skipped", "error"]
 
 class EpisodeFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
     """A scored failure (checker said no, or the agent erred). The only exception a ``--baseline``
-    xfail accepts, so infrastructure errors of known-failing tasks still show as errors."""
+    xfail accepts, so infrastructure errors of known-failing tasks still show as errors.
+
+    It presents itself as pytest's own ``Failed`` so reports read ``Failed: <reason>``."""
+
+    __module__ = "builtins"
+
+
+EpisodeFailed.__name__ = EpisodeFailed.__qualname__ = "Failed"
 
 
 @dataclass(frozen=True)

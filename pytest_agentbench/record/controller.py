@@ -34,8 +34,9 @@ class RunController:
         self.gate_message: str | None = None
         self.summary: dict[str, Any] | None = None
 
-    @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
+        # DSession (trylast) starts the workers, which need the folder's path.
         from .runfolder import RunFolder, default_run_name
 
         config = session.config
