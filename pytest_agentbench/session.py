@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import collect
+from .collect import TASK_KEY, BenchItem, suites_for
 from .options import Settings
 
 if TYPE_CHECKING:
@@ -51,7 +51,10 @@ class AgentbenchPlugin:
         self._agent: Agent | None = None
         self._bench_registry: BenchmarkRegistry | None = None
         self._agent_registry: AgentRegistry | None = None
-        self._agent_scripts: Any = None
+        # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
+        # registered once the manifest is resolved at session start.
+        for name in settings.benchmarks:
+            self._register_marker(name, f"tasks of benchmark {name}")
 
     # -- registries ------------------------------------------------------------------------
     @property
@@ -129,7 +132,7 @@ class AgentbenchPlugin:
             if self.config.args_source != pytest.Config.ArgsSource.ARGS:
                 # No paths given: run the benchmarks only, not the project's own test files.
                 report.result = []
-            report.result.extend(collect.suites_for(collector, self.manifest.suites, self.known_failures))
+            report.result.extend(suites_for(collector, self.manifest.suites, self.known_failures))
         return report
 
     # -- per-process objects -------------------------------------------------------------------
@@ -188,7 +191,7 @@ class AgentbenchPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if not isinstance(item, collect.BenchItem):
+        if not isinstance(item, BenchItem):
             return report
         payload = item.stash.get(PAYLOAD_KEY, None)
         attach = (report.when == "call") or (report.when == "setup" and not report.passed)
@@ -210,7 +213,7 @@ class AgentbenchPlugin:
         """A record for an item that failed before its episode could run (a fixture raised)."""
         from .record.artifacts import base_payload
 
-        task = item.stash[collect.TASK_KEY]
+        task = item.stash[TASK_KEY]
         message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
         payload = base_payload(item.nodeid, task, self.settings.agent)
         payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
@@ -227,5 +230,5 @@ def fixture_state(request: pytest.FixtureRequest) -> AgentbenchPlugin:
 def task_from_item(item: pytest.Item) -> Task:
     from .model import Task
 
-    return Task.model_validate(item.stash[collect.TASK_KEY])
+    return Task.model_validate(item.stash[TASK_KEY])
 

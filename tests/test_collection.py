@@ -1,0 +1,135 @@
+"""Collection: node ids, selection with -k/-m/--bench-task, --collect-only, inertness, ini keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_folders
+
+MOCK5 = [
+    "bench/mock::chrome::mock_chrome_001",
+    "bench/mock::chrome::mock_chrome_002",
+    "bench/mock::clock::mock_clock_001",
+    "bench/mock::clock::mock_clock_002",
+    "bench/mock::file_explorer::mock_file_explorer_001",
+]
+
+
+def test_collect_only_lists_node_ids_in_manifest_order(run, pytester):
+    result = run("--bench=mock", "--tasks", "5", "--collect-only", "-q")
+    assert result.ret == 0
+    assert [line for line in result.outlines if line.startswith("bench/")] == MOCK5
+    assert not run_folders(pytester.path), "--collect-only must not create a run folder"
+
+
+def test_collect_only_tree_shows_suite_domain_item(run):
+    result = run("--bench=mock", "--tasks", "3", "--collect-only")
+    result.stdout.fnmatch_lines(["*<BenchSuite mock>*", "*<DomainGroup chrome>*", "*<BenchItem mock_chrome_001>*"])
+
+
+def test_without_paths_only_benchmark_items_are_collected(run, pytester):
+    pytester.makepyfile(test_unrelated="def test_unrelated(): pass")
+    result = run("--bench=mock", "--tasks", "2", "--collect-only", "-q")
+    assert "test_unrelated" not in result.stdout.str()
+    result = run("--bench=mock", "--tasks", "2", "--collect-only", "-q", "test_unrelated.py")
+    result.stdout.fnmatch_lines(["test_unrelated.py::test_unrelated", "bench/mock::*"])
+
+
+def test_plugin_is_inert_without_a_benchmark(run, pytester):
+    pytester.makepyfile(test_plain="def test_plain(): pass")
+    result = run()
+    result.assert_outcomes(passed=1)
+    assert "= agentbench =" not in result.stdout.str()
+    assert "Evaluation Results" not in result.stdout.str()
+    assert not (pytester.path / "benchmark_results").exists()
+
+
+def test_k_selects_one_task_by_id(run):
+    result = run("--bench=mock", "--tasks", "5", "-k", "mock_clock_002", "-v")
+    result.assert_outcomes(passed=1, deselected=4) if hasattr(result, "assert_outcomes") else None
+    result.stdout.fnmatch_lines(["*bench/mock::clock::mock_clock_002 PASSED*"])
+
+
+def test_k_matches_domain_and_benchmark_names(run):
+    result = run("--bench=mock", "--tasks", "5", "-k", "clock or file_explorer", "--collect-only", "-q")
+    ids = [line for line in result.outlines if line.startswith("bench/")]
+    assert ids == MOCK5[2:]
+
+
+def test_markers_select_under_strict_markers_without_warnings(run):
+    result = run("--bench=mock", "--tasks", "5", "-m", "mock and chrome", "--strict-markers", "-W", "error")
+    result.assert_outcomes(passed=2, deselected=3)
+    assert "PytestUnknownMarkWarning" not in result.stdout.str()
+
+
+def test_markers_are_listed(run):
+    result = run("--bench=mock", "--tasks", "3", "--markers")
+    result.stdout.fnmatch_lines(["*@pytest.mark.mock: tasks of benchmark mock*"])
+
+
+def test_bench_task_selects_exact_ids(run):
+    result = run("--bench=mock", "--bench-task", "mock_clock_001", "--bench-task", "mock_chrome_007", "-q", "--collect-only")
+    ids = [line for line in result.outlines if line.startswith("bench/")]
+    assert ids == ["bench/mock::chrome::mock_chrome_007", "bench/mock::clock::mock_clock_001"]
+
+
+def test_ini_keys_configure_the_run(run, pytester):
+    pytester.makeini("[pytest]\nagentbench_benchmarks = mock\nagentbench_tasks = 3\nagentbench_agent = noop\n")
+    result = run("--collect-only", "-q")
+    assert len([line for line in result.outlines if line.startswith("bench/")]) == 3
+    # The command line beats the ini file.
+    result = run("--tasks", "4", "--collect-only", "-q")
+    assert len([line for line in result.outlines if line.startswith("bench/")]) == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--bench=nope"], "*unknown benchmark 'nope' in --bench; available: mock*"),
+        (["--bench=mock", "--agent", "nope"], "*unknown agent 'nope' in --agent; available: mock, noop, scripted*"),
+        (["--bench=mock", "--tasks", "0"], "*--tasks must be >= 1, got 0*"),
+        (["--bench=mock", "--tasks", "-3"], "*--tasks must be >= 1, got -3*"),
+        (["--bench=mock", "--tasks", "many"], "*--tasks must be a whole number >= 1, got 'many'*"),
+        (["--bench=mock", "--max-steps", "0"], "*--max-steps must be >= 1, got 0*"),
+        (["--bench=mock", "--min-success", "1.5"], "*--min-success must be between 0 and 1*"),
+        (["--bench=mock", "--bench-task", "notepad_1"], "*--bench-task 'notepad_1' matches no task of mock*"),
+        (["--bench=mock", "--agent", "scripted"], "*--agent scripted needs --agent-script FILE*"),
+        (["--bench=mock", "--run-name", "a/b"], "*--run-name 'a/b' must be a plain folder name*"),
+    ],
+)
+def test_bad_input_is_a_usage_error_naming_the_value(run, args, expected):
+    result = run(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+
+
+def test_bad_ini_value_is_a_usage_error(run, pytester):
+    pytester.makeini("[pytest]\nagentbench_benchmarks = mock\nagentbench_tasks = zero\n")
+    result = run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini agentbench_tasks: --tasks must be a whole number >= 1, got 'zero'*"])
+
+
+def test_conftest_benchmark_registers_through_the_same_hook(run, pytester):
+    pytester.makeconftest(
+        """
+from pytest_agentbench import Benchmark, Task, Observation, Verdict
+
+class Tiny(Benchmark):
+    name = "tiny"
+    def list_tasks(self, limit=None):
+        return [Task(task_id=f"t{i}", domain="z" if i % 2 else "a") for i in range(4)]
+    def reset(self, task): return Observation()
+    def step(self, action): return Observation()
+    def evaluate(self, task, final_action):
+        return Verdict(score=1.0, passed=True)
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register("tiny", lambda config: Tiny(), description="four tasks")
+"""
+    )
+    result = run("--bench=tiny", "--bench=mock", "--tasks", "2", "--collect-only", "-q")
+    ids = [line for line in result.outlines if line.startswith("bench/")]
+    # --tasks applies per benchmark; mock spreads its tasks over domains like the reference tool.
+    assert ids == ["bench/tiny::a::t0", "bench/tiny::a::t2", "bench/mock::chrome::mock_chrome_001",
+                   "bench/mock::clock::mock_clock_001"]
