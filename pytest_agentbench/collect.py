@@ -28,8 +28,8 @@ class BenchItem(pytest.Function):
     """One task. A ``pytest.Function`` so fixtures resolve from ``run_task``'s signature."""
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        task = self.stash[TASK_KEY]
-        return self.path, None, f"{task['benchmark']}::{task.get('domain', 'default')}::{task['task_id']}"
+        # Name the task, not the plugin's source line, in failure headers and locations.
+        return self.path, None, self.nodeid
 
     @property
     def task(self) -> dict[str, Any]:

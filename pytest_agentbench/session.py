@@ -201,6 +201,9 @@ class AgentbenchPlugin:
             payload = self._payload_without_episode(item, report)
             item.stash[PAYLOAD_KEY] = payload
         report.agentbench = payload  # type: ignore[attr-defined]  # plain JSON: survives xdist
+        if report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
+            # Point the skip at the task rather than at the plugin line that raised it.
+            report.longrepr = (item.nodeid, None, report.longrepr[2])
         if self.config.pluginmanager.hasplugin("html"):
             from .record.html import extras_for
 
@@ -214,7 +217,11 @@ class AgentbenchPlugin:
         from .record.artifacts import base_payload
 
         task = item.stash[TASK_KEY]
-        message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if crash is not None:
+            message = crash.message.splitlines()[0]
+        else:
+            message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
         payload = base_payload(item.nodeid, task, self.settings.agent)
         payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
         return payload

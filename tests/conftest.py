@@ -3,11 +3,24 @@ through ``pytester``; nothing here fakes pytest."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import pytest_agentbench
+
+# pytester's in-process runs drop the modules a run imported when it ends; a class imported by an
+# inner conftest would then differ from the one the plugin checks against in the next run. Importing
+# the whole package here keeps one copy of every module for the whole test session.
+for _module in pkgutil.walk_packages(pytest_agentbench.__path__, "pytest_agentbench."):
+    try:
+        importlib.import_module(_module.name)
+    except ImportError:  # optional extras (cloud SDKs) that are not installed
+        pass
 
 # Plugins that may be installed on a developer machine and would only add noise to inner runs.
 QUIET = ("-p", "no:benchmark", "-p", "no:randomly")

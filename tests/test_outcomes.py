@@ -1,0 +1,194 @@
+"""Every way an episode can end maps to the outcome in DESIGN.md §3.6, and every item is recorded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import OUTCOME_BENCH, only_run_folder, results
+
+
+@pytest.fixture
+def outcome_run(run, pytester):
+    pytester.makeconftest(OUTCOME_BENCH)
+    result = run("--bench=outcomes", "--agent", "outcome-agent", "-rA")
+    return result, only_run_folder(pytester.path)
+
+
+def test_each_episode_end_gets_its_outcome(outcome_run):
+    result, _ = outcome_run
+    result.assert_outcomes(passed=1, failed=4, skipped=1, errors=2)
+    out = result.stdout.str()
+    expected = {
+        "bench/outcomes::d::fail": "checker failed: score 0.000 after 1 step: wrong file content",
+        "bench/outcomes::d::partial": "checker failed: score 0.500 after 1 step: failed: b",
+        "bench/outcomes::d::agent_crash": "agent error after 0 steps: agent failed: ValueError: model returned garbage",
+        "bench/outcomes::d::agent_error": "agent error after 0 steps: agent reported an error: gave up",
+        "ERROR at setup of bench/outcomes::d::infra": "infrastructure error: environment reset failed: ConnectionError: VM unreachable",
+        "ERROR at setup of bench/outcomes::d::checker_crash": "evaluation error: checker failed: RuntimeError: checker exploded",
+    }
+    for header, message in expected.items():
+        result.stdout.fnmatch_lines([f"_* {header} _*", message])
+    result.stdout.fnmatch_lines(["PASSED bench/outcomes::d::pass"])
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] bench/outcomes::d::unevaluated: not evaluated: needs an LLM judge"])
+    # One-line reasons, no tracebacks from the plugin's internals.
+    assert "episode.py" not in out and "Traceback" not in out
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_failure_shows_the_criteria_table(outcome_run):
+    result, _ = outcome_run
+    result.stdout.fnmatch_lines(["*criterion  result  detail*", "*a          pass*", "*b          FAIL*"])
+
+
+def test_every_item_is_recorded_with_its_status(outcome_run):
+    _, folder = outcome_run
+    rows = {r["task_id"]: r for r in results(folder)}
+    assert {k: v["status"] for k, v in rows.items()} == {
+        "pass": "passed", "fail": "failed", "partial": "failed", "unevaluated": "skipped", "infra": "error",
+        "checker_crash": "error", "agent_crash": "failed", "agent_error": "failed",
+    }
+    assert rows["partial"]["score"] == 0.5
+    assert rows["infra"]["error_type"] == "infrastructure"
+    assert rows["checker_crash"]["error_type"] == "evaluation"
+    assert rows["agent_crash"]["error_type"] == "agent"
+    assert rows["unevaluated"]["outcome"] is False and rows["unevaluated"]["passed"] is None
+
+
+def test_summary_counts_outcomes_only(outcome_run):
+    result, folder = outcome_run
+    summary = json.loads((folder / "summary.json").read_text())
+    # 8 attempts; outcomes exclude infra, checker crash and the unevaluated task.
+    assert summary["num_attempts"] == 8
+    assert summary["num_outcome_tasks"] == 5
+    assert summary["success_count"] == 1
+    assert summary["success_rate"] == pytest.approx(0.2)
+    assert summary["avg_score"] == pytest.approx((1.0 + 0.0 + 0.5 + 0 + 0) / 5)
+    assert summary["error_count"] == 4  # infra, evaluation and the two agent errors, as the reference counts
+    assert summary["num_not_evaluated"] == 1
+    result.stdout.fnmatch_lines([
+        "Attempts:     8", "Outcomes:     5", "Errors:       4",
+        "Success rate: 20.0% (outcomes only)", "Avg score:    0.300 (outcomes only)",
+    ])
+
+
+def test_a_raising_fixture_still_writes_a_record(run, pytester):
+    pytester.makeconftest(
+        """
+import pytest
+
+@pytest.fixture
+def agent():
+    raise RuntimeError("no GPU for the agent")
+"""
+    )
+    result = run("--bench=mock", "--tasks", "2")
+    result.assert_outcomes(errors=2)
+    rows = results(only_run_folder(pytester.path))
+    assert [r["status"] for r in rows] == ["error", "error"]
+    assert all(r["error_type"] == "infrastructure" and "no GPU" in r["error"] for r in rows)
+    result.stdout.fnmatch_lines(["Errors:       2", "Success rate: n/a (outcomes only)"])
+
+
+def test_x_stops_after_the_first_failure(run, pytester):
+    result = run("--bench=mock", "--tasks", "5", "--agent", "noop", "-x")
+    result.assert_outcomes(failed=1)
+    assert len(results(only_run_folder(pytester.path))) == 1
+
+
+def test_lf_reruns_only_the_failed_tasks(run, pytester):
+    script = pytester.path / "script.json"
+    script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
+    first = run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script))
+    first.assert_outcomes(passed=4, failed=1)
+    again = run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script), "--lf", "-v")
+    again.assert_outcomes(failed=1, deselected=4)
+    again.stdout.fnmatch_lines(["*bench/mock::clock::mock_clock_001 FAILED*"])
+
+
+def test_baseline_turns_known_failures_into_xfail(run, pytester):
+    script = pytester.path / "script.json"
+    script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "mock_chrome_002": [{"type": "done"}],
+                                  "*": [{"type": "click", "target_id": "4"}]}))
+    run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script), "--run-name", "base")
+    baseline = pytester.path / "benchmark_results" / "base" / "results.jsonl"
+    # Now chrome_002 is fixed and clock_002 regresses.
+    script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "mock_clock_002": [{"type": "done"}],
+                                  "*": [{"type": "click", "target_id": "4"}]}))
+    result = run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script),
+                 "--baseline", str(baseline), "-rxX")
+    result.assert_outcomes(passed=2, failed=1, xfailed=1, xpassed=1)
+    result.stdout.fnmatch_lines(["*XFAIL*mock_clock_001*did not pass in the baseline run (failed)*",
+                                 "*XPASS*mock_chrome_002*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # only the regression fails the build
+    rows = {r["task_id"]: r["status"] for r in results(pytester.path / "benchmark_results" / "base-2")} \
+        if (pytester.path / "benchmark_results" / "base-2").exists() else None
+    assert rows is None  # the second run got its own default-named folder
+
+
+def test_baseline_does_not_hide_infrastructure_errors(run, pytester):
+    pytester.makeconftest(OUTCOME_BENCH)
+    (pytester.path / "base.jsonl").write_text(json.dumps({"benchmark": "outcomes", "task_id": "infra",
+                                                          "success": False, "status": "failed"}) + "\n")
+    result = run("--bench=outcomes", "--agent", "outcome-agent", "--bench-task", "infra", "--baseline", "base.jsonl")
+    result.assert_outcomes(errors=1)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("not json\n", "*--baseline: *base.jsonl line 1 is not JSON*"),
+        ('{"x": 1}\n', "*--baseline: *base.jsonl line 1 is not a result record (needs task_id and benchmark)*"),
+    ],
+)
+def test_malformed_baseline_is_a_usage_error(run, pytester, content, expected):
+    (pytester.path / "base.jsonl").write_text(content)
+    result = run("--bench=mock", "--tasks", "2", "--baseline", "base.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+
+
+def test_missing_baseline_is_a_usage_error(run):
+    result = run("--bench=mock", "--baseline", "nowhere.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--baseline: nowhere.jsonl does not exist*"])
+
+
+def test_min_success_fails_the_run_below_the_rate(run):
+    result = run("--bench=mock", "--tasks", "4", "--agent", "noop", "--min-success", "50%", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["ERROR: success rate 0.0% (outcomes only) is below --min-success 50.0%"])
+
+
+def test_min_success_turns_a_green_run_red(run, pytester):
+    script = pytester.path / "script.json"
+    script.write_text(json.dumps({"mock_chrome_001": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
+    base = ("--bench=mock", "--tasks", "4", "--agent", "scripted", "--agent-script", str(script))
+    # The failing task is a known failure, so pytest alone would exit 0 ...
+    run(*base, "--run-name", "base")
+    ok = run(*base, "--baseline", "benchmark_results/base", "--min-success", "0.7")
+    assert ok.ret == pytest.ExitCode.OK  # 3/4 = 75% >= 70%
+    gated = run(*base, "--baseline", "benchmark_results/base", "--min-success", "0.8")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["ERROR: success rate 75.0% (outcomes only) is below --min-success 80.0%"])
+
+
+def test_min_success_passes_at_the_rate(run):
+    result = run("--bench=mock", "--tasks", "4", "--min-success", "1.0")
+    assert result.ret == pytest.ExitCode.OK
+    assert "ERROR:" not in result.stdout.str()
+
+
+def test_verdict_to_outcome_hook_overrides_the_mapping(run, pytester):
+    pytester.makeconftest(
+        """
+from pytest_agentbench import Outcome
+
+def pytest_agentbench_verdict_to_outcome(record, item):
+    if record.score == 0.0:
+        return Outcome("skipped", "not evaluated: ignored by this project")
+"""
+    )
+    result = run("--bench=mock", "--tasks", "2", "--agent", "noop")
+    result.assert_outcomes(skipped=2)
