@@ -1,0 +1,271 @@
+"""The run record matches its published JSON Schemas (``pytest_agentbench/record/schema``).
+
+Real runs through pytester (every way an episode can end, xdist, screenshots, baselines, a
+fixture that fails before the episode) and through ``evaluate_agent_on_benchmark``; every
+results.jsonl line, summary.json, trajectory.json and manifest.json they write is validated.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from jsonschema import Draft202012Validator
+
+import pytest_agentbench
+from conftest import OUTCOME_BENCH, results
+
+# Load every public name in the outer process (see tests/test_examples.py for why).
+for _name in pytest_agentbench.__all__:
+    getattr(pytest_agentbench, _name)
+
+from pytest_agentbench import MockAgent, NoopAgent, WAAMockAdapter, evaluate_agent_on_benchmark  # noqa: E402
+from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA  # noqa: E402
+from pytest_agentbench.metrics import Attempt, metrics  # noqa: E402
+from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict  # noqa: E402
+from pytest_agentbench.record.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload  # noqa: E402
+from pytest_agentbench.record.controller import SUMMARY_SCHEMA  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
+KINDS = ("result", "summary", "trajectory", "manifest")
+
+
+def load_schema(kind: str) -> dict[str, Any]:
+    path = resources.files("pytest_agentbench") / "record" / "schema" / f"{kind}.schema.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def validators() -> dict[str, Draft202012Validator]:
+    return {
+        kind: Draft202012Validator(load_schema(kind), format_checker=Draft202012Validator.FORMAT_CHECKER)
+        for kind in KINDS
+    }
+
+
+def problems(validator: Draft202012Validator, data: Any, where: str) -> list[str]:
+    return [f"{where} {e.json_path}: {e.message[:300]}" for e in validator.iter_errors(data)]
+
+
+def validate_run(folder: Path, validators: dict[str, Draft202012Validator], *, manifest: bool = True) -> dict[str, Any]:
+    """Validate every file of a run folder; return what was read, for further checks."""
+    errors: list[str] = []
+    records = results(folder)
+    assert records, f"{folder} has no results"
+    for number, record in enumerate(records, 1):
+        errors += problems(validators["result"], record, f"results.jsonl line {number}")
+    summary = json.loads((folder / "summary.json").read_text())
+    errors += problems(validators["summary"], summary, "summary.json")
+    trajectories = sorted(folder.glob("tasks/*/*/trajectory.json"))
+    for path in trajectories:
+        errors += problems(validators["trajectory"], json.loads(path.read_text()), str(path.relative_to(folder)))
+    if manifest:
+        errors += problems(validators["manifest"], json.loads((folder / "manifest.json").read_text()), "manifest.json")
+    else:
+        assert not (folder / "manifest.json").exists()
+    assert not errors, "\n".join(errors)
+    # Every path a record names exists in the folder.
+    for record in records:
+        for rel in [record["trajectory"], *record["screenshots"]]:
+            if rel is not None:
+                assert (folder / rel).is_file(), rel
+    assert len(summary["tasks"]) == len(records)
+    return {"records": records, "summary": summary, "trajectories": trajectories}
+
+
+def the_run(pytester: pytest.Pytester, name: str) -> Path:
+    folder = pytester.path / "benchmark_results" / name
+    assert folder.is_dir()
+    return folder
+
+
+# -- the schemas themselves ------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+def test_schema_is_valid_draft_2020_12(kind):
+    schema = load_schema(kind)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    Draft202012Validator.check_schema(schema)
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.get("properties", {}).items():
+                assert "description" in value or "$ref" in value, f"{kind} {path}.{key} has no description"
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, path)
+
+    walk(schema, kind)
+
+
+def test_schema_ids_match_the_writers():
+    assert load_schema("result")["properties"]["schema"]["const"] == RESULT_SCHEMA
+    assert load_schema("trajectory")["properties"]["schema"]["const"] == TRAJECTORY_SCHEMA
+    assert load_schema("summary")["properties"]["schema"]["const"] == SUMMARY_SCHEMA
+    assert load_schema("manifest")["properties"]["schema"]["const"] == MANIFEST_SCHEMA
+
+
+def test_schema_fields_match_the_models():
+    result, trajectory, manifest = load_schema("result"), load_schema("trajectory"), load_schema("manifest")
+    defs = trajectory["$defs"]
+    # Shared definitions are copies; keep them identical.
+    assert result["$defs"]["action"] == defs["action"]
+    assert result["$defs"]["criterion"] == defs["criterion"]
+    assert manifest["$defs"]["task"]["properties"] == defs["task"]["properties"]
+    assert set(defs["action"]["properties"]) == set(Action.model_fields)
+    assert defs["action"]["properties"]["type"]["enum"] == list(get_args(ActionType))
+    assert set(defs["criterion"]["properties"]) == set(Criterion.model_fields)
+    assert set(defs["verdict"]["properties"]) == set(Verdict.model_fields)
+    assert set(defs["task"]["properties"]) == set(Task.model_fields)
+    assert set(defs["step"]["properties"]) == (set(Step.model_fields) - {"observation"}) | {"label"}
+    # The result record is base_payload plus what the writers add.
+    payload = base_payload("bench/x::d::t", {"benchmark": "x", "task_id": "t"}, "a")
+    assert set(result["properties"]) == set(payload) | {"expected_outcome", "status", "duration"}
+    # The summary's metric keys are exactly what metrics() returns.
+    keys = set(metrics([Attempt(True, 1.0, 1, 0.1, None, True)]))
+    summary_metrics = load_schema("summary")["$defs"]["metricFields"]
+    assert set(summary_metrics["properties"]) == set(summary_metrics["required"]) == keys
+
+
+def test_schemas_are_strict(validators, pytester, run):
+    run("--bench=mock", "--tasks", "1", "--run-name", "one").assert_outcomes(passed=1)
+    folder = the_run(pytester, "one")
+    record = results(folder)[0]
+    assert validators["result"].is_valid(record)
+    for broken in (dict(record, surprise=1), {k: v for k, v in record.items() if k != "status"},
+                   dict(record, score=1.5), dict(record, error_type="network"), dict(record, status="PASSED")):
+        assert not validators["result"].is_valid(broken)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert not validators["summary"].is_valid(dict(summary, surprise=1))
+    bad = copy.deepcopy(summary)
+    bad["by_domain"]["chrome"]["surprise"] = 1
+    assert not validators["summary"].is_valid(bad)
+    trajectory = json.loads((folder / record["trajectory"]).read_text())
+    bad = copy.deepcopy(trajectory)
+    bad["steps"][0]["action"]["type"] = "teleport"
+    assert not validators["trajectory"].is_valid(bad)
+
+
+# -- runs through pytest ---------------------------------------------------------------------------
+def test_mock_agent_with_every_screenshot(validators, pytester, run):
+    run("--bench=mock", "--tasks", "4", "--screenshots=on", "--run-name", "r").assert_outcomes(passed=4)
+    seen = validate_run(the_run(pytester, "r"), validators)
+    assert all(len(r["screenshots"]) == 3 for r in seen["records"])  # step 0, step 1 (done), final
+    assert seen["summary"]["statuses"] == {"passed": 4}
+
+
+def test_noop_agent(validators, pytester, run):
+    run("--bench=mock", "--tasks", "3", "--agent", "noop", "--run-name", "r").assert_outcomes(failed=3)
+    seen = validate_run(the_run(pytester, "r"), validators)
+    assert {r["status"] for r in seen["records"]} == {"failed"}
+
+
+def test_xdist_run(validators, pytester, run_sub):
+    run_sub("--bench=mock", "--tasks", "4", "-n", "2", "--run-name", "r").assert_outcomes(passed=4)
+    seen = validate_run(the_run(pytester, "r"), validators)
+    assert {r["worker"] for r in seen["records"]} <= {"gw0", "gw1"}
+
+
+def test_scripted_agent_with_partial_credit_and_step_limit(validators, pytester, run):
+    script = {
+        "*": [{"type": "type", "text": "hello"}],  # typed, no OK: 0.3 + 0.2 = 0.5
+        "mock_chrome_001": [{"type": "click", "target_node_id": "4"}],
+        "mock_clock_001": [{"type": "click", "x": 0.1, "y": 0.1}, {"type": "hotkey", "keys": ["ctrl", "s"]},
+                           {"type": "scroll", "scroll_direction": "down", "scroll_amount": 3}],
+        "mock_file_explorer_001": [{"type": "drag", "x": 1, "y": 1, "end_x": 5, "end_y": 5, "unit": "px"},
+                                   {"type": "wait", "seconds": 0}],
+    }
+    (pytester.path / "script.json").write_text(json.dumps(script))
+    result = run("--bench=mock", "--tasks", "6", "--agent", "scripted", "--agent-script", "script.json",
+                 "--max-steps", "2", "--run-name", "r")
+    result.assert_outcomes(passed=1, failed=5)
+    seen = validate_run(the_run(pytester, "r"), validators)
+    by_id = {r["task_id"]: r for r in seen["records"]}
+    assert by_id["mock_chrome_002"]["score"] == pytest.approx(0.5)
+    assert by_id["mock_clock_001"]["error_type"] == "agent"  # ran out of steps
+    assert "step limit" in by_id["mock_clock_001"]["error"]
+    assert seen["summary"]["max_steps"] == 2
+
+
+def test_every_episode_end(validators, pytester, run):
+    pytester.makeconftest(OUTCOME_BENCH)
+    run("--bench=outcomes", "--agent", "outcome-agent", "--run-name", "r").assert_outcomes(
+        passed=1, failed=4, skipped=1, errors=2)
+    seen = validate_run(the_run(pytester, "r"), validators)
+    statuses = {r["task_id"]: r["status"] for r in seen["records"]}
+    assert statuses["infra"] == "error" and statuses["unevaluated"] == "skipped"
+    kinds = {r["error_type"] for r in seen["records"]}
+    assert kinds == {None, "agent", "infrastructure", "evaluation"}
+
+
+def test_fixture_error_before_the_episode(validators, pytester, run):
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture(autouse=True)
+        def database(request):
+            if request.node.name.endswith("_002"):
+                raise RuntimeError("database down")
+        """
+    )
+    run("--bench=mock", "--tasks", "4", "--run-name", "r").assert_outcomes(passed=3, errors=1)
+    seen = validate_run(the_run(pytester, "r"), validators)
+    broken = [r for r in seen["records"] if r["status"] == "error"]
+    assert len(broken) == 1 and broken[0]["trajectory"] is None and broken[0]["error_type"] == "infrastructure"
+
+
+def test_baseline_xfail_and_xpass(validators, pytester, run):
+    run("--bench=mock", "--tasks", "2", "--agent", "noop", "--run-name", "base").assert_outcomes(failed=2)
+    run("--bench=mock", "--tasks", "2", "--agent", "noop", "--baseline", "benchmark_results/base",
+        "--run-name", "known").assert_outcomes(xfailed=2)
+    run("--bench=mock", "--tasks", "2", "--baseline", "benchmark_results/base/results.jsonl",
+        "--run-name", "fixed").assert_outcomes(xpassed=2)
+    for name, status in (("base", "failed"), ("known", "xfailed"), ("fixed", "xpassed")):
+        seen = validate_run(the_run(pytester, name), validators)
+        assert seen["summary"]["statuses"] == {status: 2}
+
+
+def test_own_benchmark_example_with_extra_keys(validators, pytester, run):
+    pytester.makeconftest((EXAMPLES / "own_benchmark" / "conftest.py").read_text(encoding="utf-8"))
+    run("--bench=todo", "--agent", "todo-agent", "--screenshots=on", "--run-name", "r").assert_outcomes(passed=3)
+    seen = validate_run(the_run(pytester, "r"), validators)
+    assert all(r["extra"]["criteria_met"] >= 2 for r in seen["records"])
+
+
+def test_min_success_gate_still_writes_a_valid_record(validators, pytester, run):
+    result = run("--bench=mock", "--tasks", "2", "--agent", "noop", "--min-success", "50%", "--run-name", "r")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    validate_run(the_run(pytester, "r"), validators)
+
+
+# -- runs through the Python API -----------------------------------------------------------------
+def test_python_api_writes_valid_records(validators, tmp_path):
+    evaluate_agent_on_benchmark(MockAgent(), WAAMockAdapter(num_tasks=3), results_dir=tmp_path, run_name="mock")
+    evaluate_agent_on_benchmark(NoopAgent(), WAAMockAdapter(num_tasks=3), results_dir=tmp_path, run_name="noop")
+    evaluate_agent_on_benchmark(MockAgent(), WAAMockAdapter(num_tasks=3), results_dir=tmp_path, run_name="ids",
+                                task_ids=["mock_chrome_001", "no_such_task"])
+    for name in ("mock", "noop", "ids"):
+        validate_run(tmp_path / name, validators, manifest=False)
+    unknown = [r for r in results(tmp_path / "ids") if r["task_id"] == "no_such_task"]
+    assert unknown[0]["error_type"] == "infrastructure" and unknown[0]["trajectory"] is not None
+
+
+def test_python_api_every_episode_end(validators, tmp_path):
+    namespace: dict[str, Any] = {}
+    exec(compile(OUTCOME_BENCH, "outcome_bench", "exec"), namespace)  # the same benchmark as above
+    records = evaluate_agent_on_benchmark(namespace["OutcomeAgent"](), namespace["OutcomeBench"](),
+                                          results_dir=tmp_path, run_name="ends")
+    assert {r.error_type for r in records} == {None, "agent", "infrastructure", "evaluation"}
+    validate_run(tmp_path / "ends", validators, manifest=False)
+
+
+def test_python_api_writes_nothing_without_results_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    evaluate_agent_on_benchmark(MockAgent(), WAAMockAdapter(num_tasks=2))
+    assert list(tmp_path.iterdir()) == []
