@@ -101,10 +101,18 @@ def foreign_plugins() -> list[tuple[str, str]]:
     return sorted(out)
 
 
+#: Set by main: a private PYTHONPYCACHEPREFIX, so runs reuse bytecode as on a developer's machine
+#: even where PYTHONDONTWRITEBYTECODE is set (else each run recompiles every plugin module).
+PYCACHE: Path | None = None
+
+
 def child_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     for key in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         env.pop(key, None)
+    if PYCACHE is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     env.update(extra)
     return env
 
@@ -234,16 +242,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="runs per variant; medians are reported (default 7)")
     parser.add_argument("--keep-plugins", action="store_true", help="do not disable plugins that are not ours in (1)")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="keep the caller's bytecode settings (default: cache .pyc under a private prefix)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be >= 1")
+    global PYCACHE
+    if not args.no_bytecode_cache:
+        PYCACHE = Path(tempfile.mkdtemp(prefix="agentbench-import-pycache-"))
+    try:
+        return measure(args)
+    finally:
+        if PYCACHE is not None:
+            shutil.rmtree(PYCACHE, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace) -> int:
 
     disabled = [] if args.keep_plugins else foreign_plugins()
     base_args = [a for name, _ in disabled for a in ("-p", f"no:{name}")]
     print(f"pytest-agentbench import cost  ({_dt.datetime.now().astimezone().isoformat(timespec='seconds')})")
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"pytest {metadata.version('pytest')}; load average {os.getloadavg()[0]:.2f}")
+    print("bytecode: " + ("cached under a private PYTHONPYCACHEPREFIX" if PYCACHE is not None else
+                          "as the environment says"))
     print()
 
     co = time_collect_only(args.repeat, base_args)
@@ -261,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, fig in imp.items():
         roots = ", ".join(f"{m} {us / 1000:.1f} ms" for m, us in fig["roots_us"].items())
         print(f"   {name:5s} {fig['total_ms']:7.1f} ms   `{fig['code']}`  ({roots})")
+    print("   (cold includes importing pytest itself, which the plugin module imports; warm is what a pytest run pays)")
     warm_nested = imp["warm"]["nested"]
     if warm_nested:
         print("   imported on the way (warm): " + ", ".join(m for m, _, d in warm_nested if d == 1))

@@ -29,7 +29,7 @@ class BenchItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # Name the task, not the plugin's source line, in failure headers and locations.
-        return self.path, None, self.nodeid
+        return self.path, 0, self.nodeid
 
     @property
     def task(self) -> dict[str, Any]:

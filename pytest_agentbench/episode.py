@@ -40,6 +40,11 @@ def step_limit(task: Task, max_steps: int | None) -> int:
     return task.time_limit_steps or DEFAULT_MAX_STEPS
 
 
+def _agent_name(agent: Agent) -> str:
+    name = getattr(agent, "name", None)
+    return name if name and name != "agent" else type(agent).__name__
+
+
 def _error_type(exc: BaseException, default: str) -> str:
     kind = getattr(exc, "error_type", None)
     return kind if kind in ("agent", "infrastructure", "evaluation") else default
@@ -66,7 +71,7 @@ def run_episode(
         task_id=task.task_id,
         benchmark=task.benchmark or benchmark.name,
         domain=task.domain,
-        agent=agent_name or getattr(agent, "name", type(agent).__name__),
+        agent=agent_name or _agent_name(agent),
         instruction=task.instruction,
         step_limit=limit,
     )

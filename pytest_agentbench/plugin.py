@@ -53,6 +53,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # -- the built-ins, registered through the same hooks a conftest.py uses ------------------------
+# tryfirst: the built-ins register before any conftest or installed plugin, so those can replace
+# a built-in by registering the same name.
+@pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
     def mock(config: pytest.Config | None) -> Benchmark:
         from .benches.mock import MockBenchmark
@@ -62,6 +65,7 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
     registry.register("mock", mock, description="offline synthetic window; tests the harness, no VM or key")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     def mock(config: pytest.Config | None) -> Agent:
         from .agents import MockAgent

@@ -223,7 +223,11 @@ class AgentbenchPlugin:
         else:
             message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
         payload = base_payload(item.nodeid, task, self.settings.agent)
-        payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
+        if report.skipped:  # a skip or skipif marker: nothing ran, nothing failed
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else message
+            payload.update(reason=str(reason), outcome=False)
+        else:
+            payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
         return payload
 
 

@@ -184,7 +184,8 @@ def test_mock_click_by_fraction_hits_submit():
     assert bench.evaluate(bench.list_tasks()[0], None).passed
 
 
-def test_mock_screenshots_are_rendered_only_when_read_and_leave_no_temp_files():
+def test_mock_screenshots_are_rendered_only_when_read_and_leave_no_temp_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a private temp dir: no other process writes it
     before = set(os.listdir(tempfile.gettempdir()))
     bench = MockBenchmark(num_tasks=1)
     observation = bench.reset(bench.list_tasks()[0])

@@ -6,31 +6,32 @@ runs real pytest sessions against it.
 
 from __future__ import annotations
 
+import ast
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
-import pytest_agentbench
 from conftest import QUIET, results
-
-# Import every public name now, in the outer process. pytester's in-process runs drop modules first
-# imported during a run, while pytest_agentbench caches its lazily loaded names; loading them here
-# keeps one class per name for all inner runs.
-for _name in pytest_agentbench.__all__:
-    getattr(pytest_agentbench, _name)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
 OWN_AGENT = EXAMPLES / "own_agent" / "conftest.py"
 OWN_BENCHMARK = EXAMPLES / "own_benchmark" / "conftest.py"
 
+
+def docstring_script(path: Path) -> dict:
+    """The script.json shown in an example's docstring, so the docstring cannot drift."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    assert doc is not None
+    start = doc.index("\n    {\n") + 1
+    end = doc.index("\n    }\n", start) + len("\n    }")
+    return json.loads(textwrap.dedent(doc[start:end]))
+
+
 # The script from the own_benchmark docstring: it forgets the bread.
-TODO_SCRIPT = {
-    "add_milk": [{"type": "type", "text": "milk"}, {"type": "click", "target_id": "add"}],
-    "add_eggs_bread": [{"type": "type", "text": "eggs"}, {"type": "key", "key": "enter"}],
-    "complete_laundry": [{"type": "click", "x": 35, "y": 85, "unit": "px"}],
-}
+TODO_SCRIPT = docstring_script(OWN_BENCHMARK)
 
 
 def run_folder(pytester: pytest.Pytester, name: str) -> Path:

@@ -192,3 +192,40 @@ def pytest_agentbench_verdict_to_outcome(record, item):
     )
     result = run("--bench=mock", "--tasks", "2", "--agent", "noop")
     result.assert_outcomes(skipped=2)
+
+
+def test_skip_markers_on_benchmark_items_are_ordinary_skips(run, pytester):
+    pytester.makeconftest(
+        """
+import pytest
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "clock" in item.nodeid:
+            item.add_marker(pytest.mark.skip(reason="clock app not installed"))
+"""
+    )
+    result = run("--bench=mock", "--tasks", "3", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*clock app not installed*"])
+    row = next(r for r in results(only_run_folder(pytester.path)) if r["domain"] == "clock")
+    assert row["status"] == "skipped" and row["error_type"] is None and row["reason"] == "Skipped: clock app not installed"
+
+
+def test_a_conftest_can_replace_a_built_in_agent(run, pytester):
+    pytester.makeconftest(
+        """
+from pytest_agentbench import Action, Agent
+
+class Lazy(Agent):
+    name = "lazy-mock"
+    def act(self, observation, task, history=None):
+        return Action(type="done")
+
+def pytest_agentbench_register_agents(registry):
+    registry.register("mock", lambda config: Lazy())
+"""
+    )
+    result = run("--bench=mock", "--tasks", "2")
+    result.assert_outcomes(failed=2)
+    assert {r["agent"] for r in results(only_run_folder(pytester.path))} == {"lazy-mock"}

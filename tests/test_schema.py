@@ -16,19 +16,13 @@ from typing import Any, get_args
 import pytest
 from jsonschema import Draft202012Validator
 
-import pytest_agentbench
 from conftest import OUTCOME_BENCH, results
-
-# Load every public name in the outer process (see tests/test_examples.py for why).
-for _name in pytest_agentbench.__all__:
-    getattr(pytest_agentbench, _name)
-
-from pytest_agentbench import MockAgent, NoopAgent, WAAMockAdapter, evaluate_agent_on_benchmark  # noqa: E402
-from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA  # noqa: E402
-from pytest_agentbench.metrics import Attempt, metrics  # noqa: E402
-from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict  # noqa: E402
-from pytest_agentbench.record.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload  # noqa: E402
-from pytest_agentbench.record.controller import SUMMARY_SCHEMA  # noqa: E402
+from pytest_agentbench import MockAgent, NoopAgent, WAAMockAdapter, evaluate_agent_on_benchmark
+from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA
+from pytest_agentbench.metrics import Attempt, metrics
+from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict
+from pytest_agentbench.record.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload
+from pytest_agentbench.record.controller import SUMMARY_SCHEMA
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
 KINDS = ("result", "summary", "trajectory", "manifest")

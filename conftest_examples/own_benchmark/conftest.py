@@ -2,12 +2,12 @@
 
 Copy this file into the folder you run pytest from, then::
 
-    pytest --bench=todo --agent todo-agent            # its own agent: 3 passed
-    pytest --bench=todo --agent noop                  # says done at once: 3 failed
-    pytest --bench=todo -m add --strict-markers       # one domain (the markers are registered for you)
-    pytest --bench=todo --bench-task complete_laundry # one task by its exact id
-    pytest --bench=todo --collect-only -q             # list the node ids
-    pytest --bench=todo --agent scripted --agent-script script.json
+    pytest --bench=todo --agent todo-agent                                # its own agent: 3 passed
+    pytest --bench=todo --agent noop                                      # says done at once: 3 failed
+    pytest --bench=todo --agent todo-agent -m add --strict-markers        # one domain: 2 passed
+    pytest --bench=todo --agent todo-agent --bench-task complete_laundry  # one task by its exact id
+    pytest --bench=todo --collect-only -q                                 # list the node ids
+    pytest --bench=todo --agent scripted --agent-script script.json       # 2 passed, 1 failed
 
 with ``script.json`` holding actions per task id (``"*"`` is the fallback for tasks without an
 entry)::

@@ -33,6 +33,8 @@ class RunController:
         self.started = _dt.datetime.now(_dt.timezone.utc)
         self.gate_message: str | None = None
         self.summary: dict[str, Any] | None = None
+        self.write_error: str | None = None
+        self.setup_seconds: dict[str, float] = {}
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
@@ -52,13 +54,17 @@ class RunController:
         self.state.manifest.write(folder.manifest_path)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "setup":
+            # The episode plays during setup; the record's duration is setup plus call.
+            self.setup_seconds[report.nodeid] = report.duration
         payload = getattr(report, "agentbench", None)
         if not payload or self.state.run_folder is None:
             return
         if report.when == "call" or report.failed or report.skipped:
             record = dict(payload)
             record["status"] = status_of(report)
-            record["duration"] = round(report.duration, 6)
+            setup = self.setup_seconds.pop(report.nodeid, 0.0) if report.when == "call" else 0.0
+            record["duration"] = round(setup + report.duration, 6)
             self.records.append(record)
             self.state.run_folder.append_result(record)
 
@@ -88,10 +94,6 @@ class RunController:
                 for r in self.records
             ],
         }
-        folder.write_json(folder.summary_path, self.summary)
-        from .viewer import write_viewer
-
-        write_viewer(folder.path)
         threshold = settings.min_success
         if threshold is not None and self.records:
             rate = overall["success_rate"]
@@ -102,6 +104,16 @@ class RunController:
                 )
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # The gate is decided first: a failure to write a view must not let a bad run pass.
+        try:
+            folder.write_json(folder.summary_path, self.summary)
+            from .viewer import write_viewer
+
+            write_viewer(folder.path)
+        except OSError as exc:
+            self.write_error = f"ERROR: could not write the run summary in {folder.path}: {exc}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.summary is None:
@@ -119,8 +131,9 @@ class RunController:
         tr.write_line("")
         tr.write_line(f"Results saved to: {folder.path}")
         tr.write_line(f"View them with:   {folder.viewer_path}")
-        if self.gate_message:
-            tr.write_line(self.gate_message, red=True, bold=True)
+        for message in (self.gate_message, self.write_error):
+            if message:
+                tr.write_line(message, red=True, bold=True)
 
 
 def _count(values: Any) -> dict[str, int]:

@@ -12,13 +12,30 @@ from .controller import SUMMARY_SCHEMA
 from .runfolder import RunFolder, default_run_name
 
 
+def _status(record: Any) -> str:
+    """The word the pytest path would give this record (see outcomes.default_outcome)."""
+    if record.error_type in ("infrastructure", "evaluation"):
+        return "error"
+    if record.error_type == "agent":
+        return "failed"
+    if record.verdict is None or record.verdict.passed is None:
+        return "skipped"
+    return "passed" if record.verdict.passed else "failed"
+
+
 def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, tasks: list[Any],
               results: list[Any]) -> RunFolder:
-    agent_name = getattr(agent, "name", type(agent).__name__)
+    from ..episode import _agent_name
+
+    agent_name = _agent_name(agent)
     folder = RunFolder.create(results_dir, run_name or default_run_name([bench.name], agent_name))
     records = []
     for task, record in zip(tasks, results):
-        task_json = task.model_dump(mode="json") if hasattr(task, "model_dump") else {"task_id": str(task)}
+        if not hasattr(task, "model_dump"):  # an unknown id: record it as a bare task
+            from ..model import Task
+
+            task = Task(task_id=str(task), benchmark=bench.name)
+        task_json = task.model_dump(mode="json")
         task_dir = folder.task_dir(record.benchmark or bench.name, record.task_id)
         trajectory = {
             "schema": TRAJECTORY_SCHEMA, "nodeid": None, "task": task_json, "agent": record.agent,
@@ -27,7 +44,7 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
             "final_screenshot": None, "num_steps": record.num_steps, "step_limit": record.step_limit,
             "verdict": record.verdict.model_dump(mode="json") if record.verdict else None,
             "error": record.error, "error_type": record.error_type,
-            "outcome": "passed" if record.success else ("error" if not record.is_outcome else "failed"),
+            "outcome": _status(record),
             "message": record.reason or "", "total_time_seconds": record.total_time_seconds,
             "cost_usd": record.cost_usd,
         }
@@ -52,7 +69,8 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
     folder.write_json(folder.summary_path, {
         "schema": SUMMARY_SCHEMA, "run_name": folder.name, "benchmark_name": bench.name, "benchmarks": [bench.name],
         "agent": agent_name, "model_id": agent_name, "created_at": now, "finished_at": now, "max_steps": None,
-        **m.metrics(attempts), "by_domain": m.by_domain(attempts), "statuses": {},
+        **m.metrics(attempts), "by_domain": m.by_domain(attempts),
+        "statuses": {k: sum(1 for r in records if r["status"] == k) for k in sorted({r["status"] for r in records})},
         "tasks": [{k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
                                          "num_steps", "error", "error_type", "reason", "trajectory")} for r in records],
     })

@@ -1,15 +1,17 @@
-"""Static viewer: one self-contained ``viewer.html`` per run folder.
+r"""Static viewer: one self-contained ``viewer.html`` per run folder.
 
 Rendered from ``results.jsonl`` (one row per task), ``summary.json`` (run facts and metrics) and
-each task's ``trajectory.json`` (steps, instruction). It is written at the end of every run, so it
-must be cheap: it never opens a PNG (screenshots are linked by relative path and loaded lazily by
-the browser) and reads each trajectory once, keeping only the fields the page shows.
+each task's ``trajectory.json`` (steps, instruction, verdict). It is written at the end of every
+run, so it must cost next to nothing: it never opens a PNG (screenshots are linked by relative path
+and loaded lazily by the browser), and it does not parse trajectories at all. Each one is copied
+verbatim into its own ``<script type="application/json">`` block, and the browser parses it only
+when someone opens that task. A broken trajectory therefore breaks only its own task's detail.
 
-The page is plain HTML + CSS + a small vanilla script, with the data embedded as JSON in a
-``<script type="application/json">`` block. Task ids, reasons and reasoning come from benchmarks
-and agents, i.e. from users, so the JSON has ``<``, ``>`` and ``&`` escaped (it can never close its
-``<script>`` tag), the script only ever writes text with ``textContent``, and a Content Security
-Policy admits nothing but the page's own inline script and style (by hash) and local images.
+Task ids, reasons and reasoning come from benchmarks and agents, i.e. from users, so every embedded
+block has ``<``, ``>`` and ``&`` replaced by their ``\uXXXX`` escapes (valid JSON never has them
+outside strings, so the JSON means the same, and no block can close its ``<script>`` tag); the
+script writes text only with ``textContent``; and a Content Security Policy admits only the page's
+own inline script and style (by hash) and local images, so the page makes no network request.
 
 Run it by hand with ``agentbench-view RUN_DIR`` or ``python -m pytest_agentbench.record.viewer``.
 """
@@ -25,8 +27,10 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +39,13 @@ from .runfolder import task_slug
 
 VIEWER_NAME = "viewer.html"
 
-#: Free text (reasoning, errors, reasons) longer than this is cut; trajectory.json keeps it all.
-TEXT_LIMIT = 4000
-#: Criterion ``expected``/``actual`` values are shown as JSON cut to this many characters.
-VALUE_LIMIT = 300
-#: Run folders (or names) that look like these are accepted by ``main``.
+#: Files that make a folder a run folder, for ``main``.
 RUN_FILES = ("results.jsonl", "summary.json", "manifest.json")
-
-_NON_OUTCOME_ERRORS = ("infrastructure", "evaluation")
+#: A trajectory bigger than this is linked, not embedded, so one runaway agent log cannot make
+#: the page too heavy to open.
+TRAJECTORY_LIMIT = 4 * 1024 * 1024
+#: Stop embedding trajectories once this many bytes are in the page (they stay linked).
+TOTAL_LIMIT = 64 * 1024 * 1024
 
 
 # -- public API ---------------------------------------------------------------------------------
@@ -92,33 +95,47 @@ def _run_dir_problem(run: Path) -> str | None:
     if not run.is_dir():
         return f"{run} is not a directory"
     if not any((run / name).is_file() for name in RUN_FILES):
-        return f"{run} is not a run folder (it has no {', '.join(RUN_FILES)})"
+        return f"{run} is not a run folder (it has none of {', '.join(RUN_FILES)})"
     return None
 
 
 # -- reading the run folder ---------------------------------------------------------------------
 
 
-def collect(run: Path) -> dict[str, Any]:
-    """Everything the page shows, as JSON-plain data (small: no screenshots, no raw actions)."""
+@dataclass
+class RunView:
+    """What the page embeds, each as its own JSON block: ``data`` (run facts, metrics, notes and,
+    per task, where its trajectory is), ``results`` (the results.jsonl records as one escaped JSON
+    array) and ``trajectories`` (raw escaped text, indexed from ``data["traj"]``)."""
+
+    data: dict[str, Any]
+    results: str = "[]"
+    trajectories: list[str] = field(default_factory=list)
+
+
+def collect(run: Path) -> RunView:
+    """Read the run folder into what the page embeds. Tolerates every missing or broken file,
+    and says so in ``data["notes"]``, shown at the top of the page."""
     notes: list[str] = []
     summary = _read_summary(run / "summary.json", notes)
-    records = _read_records(run / "results.jsonl", notes)
+    records, results = _read_records(run / "results.jsonl", notes)
     if not records and isinstance(summary.get("tasks"), list):
         records = [r for r in summary["tasks"] if isinstance(r, dict) and r.get("task_id") is not None]
-    missing: list[str] = []
-    tasks = [_task_row(run, index, record, missing) for index, record in enumerate(records)]
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        notes.append(f"{len(missing)} trajectory file(s) missing or unreadable: {shown}")
-    return {
+        results = None
+    reader = _TrajectoryReader(run)
+    where = []
+    for record in records:
+        rel = _trajectory_rel(record)
+        where.append([*reader.load(rel), rel])
+    notes.extend(reader.notes())
+    data = {
         "run": _run_facts(run, summary, records),
-        "metrics": _metrics_view(summary, records),
+        "metrics": _metrics_view(summary if _has_metrics(summary) else _compute(records)),
         "by_domain": _domain_rows(summary, records),
-        "statuses": _count(t["status"] for t in tasks),
-        "tasks": tasks,
+        "traj": where,
         "notes": notes,
     }
+    return RunView(data, embed_json(records) if results is None else results, reader.texts)
 
 
 def _read_summary(path: Path, notes: list[str]) -> dict[str, Any]:
@@ -132,149 +149,119 @@ def _read_summary(path: Path, notes: list[str]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _read_records(path: Path, notes: list[str]) -> list[dict[str, Any]]:
-    """Read results.jsonl leniently: a bad line is skipped and reported, never fatal."""
+def _read_records(path: Path, notes: list[str]) -> tuple[list[dict[str, Any]], str | None]:
+    """Read results.jsonl leniently: a bad line is skipped and reported, never fatal.
+
+    Returns the records and, for the page, their lines as one escaped JSON array: the file's own
+    bytes, not re-encoded, which saves most of the cost of embedding them. None when that text
+    holds a NaN or Infinity (Python writes them, ``JSON.parse`` rejects them).
+    """
     try:
-        raw = path.read_bytes()
+        lines = [line for line in path.read_bytes().splitlines() if line.strip()]
     except FileNotFoundError:
-        return []
+        return [], None
     except OSError as exc:
         notes.append(f"results.jsonl could not be read ({_short_error(exc)})")
-        return []
-    records, bad = [], []
-    for number, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            bad.append(number)
-            continue
+        return [], None
+    try:  # one C-level parse for the usual, well-formed file
+        parsed: list[Any] = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        parsed = []
+    if len(parsed) != len(lines):  # a bad line, or one like ``{...},{...}`` that holds two values
+        parsed = [_loads_or_none(line) for line in lines]
+    records, kept, bad = [], [], []
+    for number, (line, record) in enumerate(zip(lines, parsed), 1):
         if isinstance(record, dict) and record.get("task_id") is not None:
             records.append(record)
+            kept.append(line)
         else:
             bad.append(number)
     if bad:
-        lines = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
-        notes.append(f"results.jsonl: skipped {len(bad)} malformed line(s) (line {lines})")
-    return records
+        shown = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
+        notes.append(f"results.jsonl: skipped {len(bad)} malformed record(s) (record {shown})")
+    raw = b"[" + b",".join(kept) + b"]"
+    if b"NaN" in raw or b"Infinity" in raw:
+        return records, None
+    return records, escape_json_text(raw.decode("utf-8", "replace"))
 
 
-def _read_trajectory(run: Path, record: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """The task's trajectory.json (or None) and the relative path it was looked for at."""
-    rel = _safe_rel(record.get("trajectory"))
-    if rel is None:
-        rel = f"tasks/{task_slug(str(record.get('benchmark') or ''))}/{task_slug(str(record['task_id']))}/trajectory.json"
+def _loads_or_none(line: bytes) -> Any:
     try:
-        with open(run / rel, "rb") as handle:
-            data = json.loads(handle.read())
-    except (OSError, ValueError):
-        return None, rel
-    return (data if isinstance(data, dict) else None), rel
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
-# -- shaping one task ---------------------------------------------------------------------------
+def _trajectory_rel(record: Mapping[str, Any]) -> str:
+    """Where the record says its trajectory is, or where the run folder would have put it."""
+    rel = _safe_rel(record.get("trajectory"))
+    if rel is not None:
+        return rel
+    return f"tasks/{task_slug(str(record.get('benchmark') or ''))}/{task_slug(str(record['task_id']))}/trajectory.json"
 
 
-def _task_row(run: Path, index: int, record: Mapping[str, Any], missing: list[str]) -> dict[str, Any]:
-    """One table row plus its detail: steps, screenshots, criteria, error."""
-    trajectory, trajectory_rel = _read_trajectory(run, record)
-    if trajectory is None:
-        missing.append(str(record["task_id"]))
-        trajectory = {}
-    task = trajectory.get("task") if isinstance(trajectory.get("task"), dict) else {}
-    verdict = trajectory.get("verdict") if isinstance(trajectory.get("verdict"), dict) else {}
-    steps = _steps(trajectory.get("steps"))
-    final, loose = _screens(record, trajectory, steps)
-    criteria = record.get("criteria") if isinstance(record.get("criteria"), list) else verdict.get("criteria")
-    return {
-        "key": index,
-        "benchmark": _text(record.get("benchmark") or task.get("benchmark") or "", 200),
-        "domain": _text(record.get("domain") or task.get("domain") or "default", 200),
-        "task_id": _text(record["task_id"], 500),
-        "nodeid": _text(record.get("nodeid") or trajectory.get("nodeid"), 1000),
-        "status": status_of(record),
-        "outcome": is_outcome(record),
-        "score": _float(record.get("score")),
-        "num_steps": _int(record.get("num_steps"), len(steps)),
-        "step_limit": _int(record.get("step_limit"), 0),
-        "reason": _text(record.get("reason")),
-        "error": _text(record.get("error")),
-        "error_type": _text(record.get("error_type"), 50),
-        "seconds": _float(record.get("total_time_seconds")),
-        "cost": _float(record.get("cost_usd")),
-        "instruction": _text(task.get("instruction")),
-        "message": _text(trajectory.get("message")),
-        "criteria": _criteria(criteria),
-        "steps": steps,
-        "final": final,
-        "shots": loose,
-        "trajectory": trajectory_rel if trajectory else None,
-    }
+class _TrajectoryReader:
+    """Reads trajectory files as text (never parsed here) and remembers what it could not embed."""
+
+    def __init__(self, run: Path) -> None:
+        self.prefix = os.path.join(run, "")  # string joins: pathlib costs more than the read
+        self.texts: list[str] = []
+        self.total = 0
+        self.seen: dict[str, tuple[int | None, str | None]] = {}
+        self.missing: list[str] = []
+        self.too_big: list[str] = []
+
+    def load(self, rel: str) -> tuple[int | None, str | None]:
+        """The index of the embedded text, or None and why ("missing" or "too big")."""
+        if rel not in self.seen:
+            self.seen[rel] = self._read(rel)
+        return self.seen[rel]
+
+    def _read(self, rel: str) -> tuple[int | None, str | None]:
+        limit = min(TRAJECTORY_LIMIT, TOTAL_LIMIT - self.total)
+        try:
+            raw = _read_small(self.prefix + rel, limit)
+        except OSError:
+            self.missing.append(rel)
+            return None, "missing"
+        if raw is None:
+            self.too_big.append(rel)
+            return None, "too big"
+        self.total += len(raw)
+        self.texts.append(escape_json_text(raw.decode("utf-8", "replace")))
+        return len(self.texts) - 1, None
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.missing:
+            out.append(f"{len(self.missing)} trajectory file(s) not found: {_some(self.missing)}")
+        if self.too_big:
+            out.append(f"{len(self.too_big)} trajectory file(s) too big to embed (open them from the task): "
+                       f"{_some(self.too_big)}")
+        return out
 
 
-def status_of(record: Mapping[str, Any]) -> str:
-    """The pytest status the controller recorded, or one inferred for hand-made records."""
-    status = record.get("status")
-    if isinstance(status, str) and status:
-        return status[:20]
-    if record.get("error_type") in _NON_OUTCOME_ERRORS:
-        return "error"
-    if record.get("success"):
-        return "passed"
-    return "failed" if is_outcome(record) else "skipped"
-
-
-def is_outcome(record: Mapping[str, Any]) -> bool:
-    """Whether the checker scored it (counts in the success rate); see ``metrics``."""
-    if "outcome" in record:
-        return bool(record["outcome"])
-    if record.get("error_type") in _NON_OUTCOME_ERRORS:
-        return False
-    return record.get("status") != "skipped"
-
-
-def _steps(raw: Any) -> list[dict[str, Any]]:
-    out = []
-    for position, step in enumerate(raw if isinstance(raw, list) else []):
-        if not isinstance(step, dict):
-            continue
-        action = step.get("action") if isinstance(step.get("action"), dict) else {}
-        out.append({
-            "index": _int(step.get("index"), position),
-            "label": _text(step.get("label") or action.get("type") or "(no action)", 500),
-            "reasoning": _text(step.get("reasoning")),
-            "shot": _safe_rel(step.get("screenshot_path")),
-            "seconds": _float(step.get("seconds")),
-        })
-    return out
-
-
-def _screens(record: Mapping[str, Any], trajectory: Mapping[str, Any],
-             steps: list[dict[str, Any]]) -> tuple[str | None, list[str]]:
-    """The final screenshot, and screenshots no step claims (a run whose trajectory is gone)."""
-    listed = [p for p in (_safe_rel(s) for s in _list(record.get("screenshots"))) if p]
-    final = _safe_rel(trajectory.get("final_screenshot"))
-    if final is None:
-        final = next((p for p in listed if p.rsplit("/", 1)[-1] == "final.png"), None)
-    claimed = {s["shot"] for s in steps} | {final}
-    return final, [p for p in listed if p not in claimed]
-
-
-def _criteria(raw: Any) -> list[dict[str, Any]]:
-    out = []
-    for item in _list(raw):
-        if not isinstance(item, dict):
-            continue
-        passed = item.get("passed")
-        out.append({
-            "name": _text(item.get("name") or "(unnamed)", 500),
-            "passed": passed if isinstance(passed, bool) else None,
-            "detail": _text(item.get("detail"), 1000),
-            "expected": _value(item.get("expected")),
-            "actual": _value(item.get("actual")),
-        })
-    return out
+def _read_small(path: str, limit: int) -> bytes | None:
+    """The file's bytes, or None when it is over ``limit``. Plain ``os`` calls: a third of the
+    cost of ``open()`` per file, which is most of the viewer's time on a 500-task run.
+    Non-blocking, and regular files only, so a stray FIFO cannot hang the end of a run."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise IsADirectoryError(f"{path} is not a regular file")
+        size = info.st_size
+        if size > limit:
+            return None
+        data = os.read(fd, size)
+        while len(data) < size:  # a short read; rare, but allowed
+            more = os.read(fd, size - len(data))
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(fd)
 
 
 # -- run facts and metrics ----------------------------------------------------------------------
@@ -287,20 +274,23 @@ def _run_facts(run: Path, summary: Mapping[str, Any], records: list[dict[str, An
     agent = summary.get("agent") or next((r.get("agent") for r in records if r.get("agent")), "")
     model = summary.get("model_id")
     return {
-        "name": _text(summary.get("run_name") or run.resolve().name, 300),
-        "agent": _text(agent, 200),
-        "model": _text(model, 200) if model and model != agent else None,
-        "benchmarks": [_text(b, 200) for b in benchmarks],
-        "created_at": _text(summary.get("created_at"), 60),
+        "name": str(summary.get("run_name") or run.resolve().name),
+        "agent": str(agent),
+        "model": str(model) if model and model != agent else None,
+        "benchmarks": [str(b) for b in benchmarks],
+        "created_at": str(summary.get("created_at") or "") or None,
         "elapsed": _elapsed(summary.get("created_at"), summary.get("finished_at")),
         "max_steps": _int(summary.get("max_steps"), 0) or None,
         "finished": bool(summary),
     }
 
 
-def _metrics_view(summary: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def _has_metrics(summary: Mapping[str, Any]) -> bool:
+    return isinstance(summary.get("num_attempts"), int)
+
+
+def _metrics_view(source: Mapping[str, Any]) -> dict[str, Any]:
     """The terminal's "Evaluation Results" numbers, formatted exactly as the terminal does."""
-    source: Mapping[str, Any] = summary if isinstance(summary.get("num_attempts"), int) else _compute(records)
     rate, score = _float(source.get("success_rate")), _float(source.get("avg_score"))
     cost = _float(source.get("total_cost_usd")) or 0.0
     return {
@@ -308,7 +298,6 @@ def _metrics_view(summary: Mapping[str, Any], records: list[dict[str, Any]]) -> 
         "outcomes": _int(source.get("num_outcome_tasks"), 0),
         "errors": _int(source.get("error_count"), 0),
         "success_count": _int(source.get("success_count"), 0),
-        "fail_count": _int(source.get("fail_count"), 0),
         "infrastructure": _int(source.get("num_infrastructure_failures"), 0),
         "evaluation": _int(source.get("num_evaluation_failures"), 0),
         "agent": _int(source.get("num_agent_failures"), 0),
@@ -323,14 +312,11 @@ def _metrics_view(summary: Mapping[str, Any], records: list[dict[str, Any]]) -> 
 
 
 def _domain_rows(summary: Mapping[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    domains = summary.get("by_domain")
-    if not isinstance(domains, dict) or not domains:
-        domains = m.by_domain(_attempts(records)) if records else {}
-    rows = []
-    for name, stats in sorted(domains.items()):
-        if isinstance(stats, dict):
-            rows.append({"domain": _text(name, 200), **_metrics_view(stats, [])})
-    return rows
+    domains = summary.get("by_domain") if _has_metrics(summary) else None
+    if not isinstance(domains, dict):
+        domains = m.by_domain(_attempts(records))
+    return [{"domain": str(name), **_metrics_view(stats)}
+            for name, stats in sorted(domains.items()) if isinstance(stats, dict)]
 
 
 def _compute(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -343,32 +329,12 @@ def _attempts(records: Iterable[dict[str, Any]]) -> list[m.Attempt]:
     for record in records:
         try:
             out.append(m.attempt_from_result(record))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # a hand-edited record with a non-number score
             out.append(m.Attempt(False, 0.0, 0, 0.0, "evaluation", False))
     return out
 
 
-# -- small value helpers ------------------------------------------------------------------------
-
-
-def _text(value: Any, limit: int = TEXT_LIMIT) -> str | None:
-    """A string for the page, cut to ``limit`` so one runaway field cannot bloat the file."""
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else str(value)
-    if len(text) > limit:
-        return text[:limit] + f"\u2026 [{len(text) - limit} more characters in trajectory.json]"
-    return text
-
-
-def _value(value: Any) -> str | None:
-    if value is None:
-        return None
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except ValueError:
-        text = repr(value)
-    return text if len(text) <= VALUE_LIMIT else text[:VALUE_LIMIT] + "\u2026"
+# -- small helpers ------------------------------------------------------------------------------
 
 
 def _float(value: Any) -> float | None:
@@ -383,28 +349,21 @@ def _int(value: Any, default: int) -> int:
     return int(value)
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _safe_rel(path: Any) -> str | None:
-    """A path inside the run folder, or None. Keeps ``javascript:``, ``/etc`` and ``..`` out of
-    the page's links and out of the files this module opens."""
+    """A path inside the run folder, or None: keeps ``/etc``, ``C:`` and ``..`` out of the files
+    this module opens. (The page applies the same rule to the links it makes.)"""
     if not isinstance(path, str) or not path or len(path) > 1000:
         return None
-    if path.startswith(("/", "\\")) or ":" in path or "\\" in path:
+    if path.startswith("/") or ":" in path or "\\" in path:
         return None
     parts = path.split("/")
-    if any(part in ("", ".", "..") for part in parts):
+    if "" in parts or "." in parts or ".." in parts:
         return None
     return path
 
 
-def _count(values: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for value in values:
-        out[value] = out.get(value, 0) + 1
-    return out
+def _some(items: list[str], limit: int = 5) -> str:
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _duration(seconds: float) -> str:
@@ -428,20 +387,37 @@ def _elapsed(start: Any, end: Any) -> str | None:
 
 
 def _short_error(exc: BaseException) -> str:
-    return (getattr(exc, "strerror", None) or str(exc)).splitlines()[0][:200]
+    text = getattr(exc, "strerror", None) or str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
 
 
 # -- rendering ----------------------------------------------------------------------------------
 
 
+def escape_json_text(text: str) -> str:
+    """Make JSON text safe inside ``<script type="application/json">``.
+
+    ``<``, ``>`` and ``&`` never occur in JSON outside strings, and inside strings their ``\\uXXXX``
+    escapes mean the same, so valid JSON parses to the same value; text that is not JSON stays not
+    JSON. Either way no ``</script>`` or ``<!--`` survives to end the block early.
+    """
+    # The membership tests are cheap and usually false: most trajectories hold none of the three.
+    if "&" in text:
+        text = text.replace("&", "\\u0026")
+    if "<" in text:
+        text = text.replace("<", "\\u003c")
+    if ">" in text:
+        text = text.replace(">", "\\u003e")
+    return text
+
+
 def embed_json(data: Any) -> str:
-    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` survive,
-    so no value can end the tag or open a comment, whatever a task id or reason contains."""
+    """``data`` as JSON for a script block (ASCII, NaN-free, escaped)."""
     try:
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    except ValueError:  # a NaN somewhere a helper did not look: JSON.parse would reject it
+    except ValueError:  # a NaN from a hand-edited file: JSON.parse would reject the whole block
         text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"))
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return escape_json_text(text)
 
 
 def _finite(value: Any) -> Any:
@@ -454,14 +430,20 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def render_html(data: Mapping[str, Any]) -> str:
+def render_html(view: RunView) -> str:
     """Fill the page template in one pass, so no value is ever re-scanned for placeholders."""
+    trajectories = "".join(
+        f'<script type="application/json" id="traj-{index}">{text}</script>\n'
+        for index, text in enumerate(view.trajectories)
+    )
     parts = {
         "CSP": _CSP,
-        "TITLE": html.escape(f"{data['run']['name']} \u00b7 agentbench", quote=True),
+        "TITLE": html.escape(f"{view.data['run']['name']} \u00b7 agentbench", quote=True),
         "CSS": _CSS,
         "JS": _JS,
-        "DATA": embed_json(data),
+        "DATA": embed_json(view.data),
+        "RESULTS": view.results,
+        "TRAJECTORIES": trajectories,
     }
     return _PLACEHOLDER.sub(lambda match: parts[match.group(1)], _PAGE)
 
@@ -510,7 +492,7 @@ main { padding-top: 20px; padding-bottom: 48px; }
 .card-sub { font-size: 12px; color: var(--faint); }
 .card.hero .card-value { color: var(--accent); }
 .meter { height: 5px; background: var(--line); border-radius: 3px; margin-top: 8px; overflow: hidden; }
-.meter > i { display: block; height: 100%; background: var(--pass); border-radius: 3px; }
+.meter > .fill { display: block; height: 100%; background: var(--pass); border-radius: 3px; }
 .chips { display: flex; flex-wrap: wrap; gap: 8px; margin: 16px 0 0; }
 .chip { border: 1px solid var(--line); background: var(--panel); color: var(--ink); border-radius: 999px;
   padding: 3px 11px 3px 8px; font: inherit; font-size: 13px; cursor: pointer; display: inline-flex; align-items: center; gap: 6px; }
@@ -537,7 +519,7 @@ th button:focus-visible { outline: 2px solid var(--accent); }
 th[aria-sort="ascending"] button::after { content: " \25B2"; font-size: 9px; }
 th[aria-sort="descending"] button::after { content: " \25BC"; font-size: 9px; }
 .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tbody tr.row { cursor: pointer; }
+tbody tr.row { cursor: pointer; scroll-margin-top: 44px; }
 tbody tr.row:hover { background: var(--hover); }
 tbody tr.row.open { background: var(--open); }
 tbody tr.row.open > td { border-bottom-color: transparent; }
@@ -549,6 +531,7 @@ td.task { font-family: var(--mono); font-size: 13px; word-break: break-all; }
 tr.open .toggle::before { transform: rotate(45deg); }
 td.reason { color: var(--muted); max-width: 420px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .muted { color: var(--faint); }
+.warn { color: var(--err); font-weight: 600; }
 .badge { display: inline-block; font-size: 12px; font-weight: 600; padding: 1px 8px; border-radius: 999px; white-space: nowrap; }
 .s-passed { color: var(--pass); background: var(--pass-bg); }
 .s-failed { color: var(--fail); background: var(--fail-bg); }
@@ -557,7 +540,7 @@ td.reason { color: var(--muted); max-width: 420px; white-space: nowrap; overflow
 .s-xfailed, .s-xpassed { color: var(--xf); background: var(--xf-bg); }
 .dot { width: 8px; height: 8px; border-radius: 50%; display: inline-block; background: currentColor; }
 .scorebar { display: inline-block; vertical-align: middle; height: 6px; width: 40px; margin-right: 8px; background: var(--line); border-radius: 3px; overflow: hidden; }
-.scorebar > i { display: block; height: 100%; background: var(--accent); }
+.scorebar > .fill { display: block; height: 100%; background: var(--accent); }
 tr.detail > td { background: var(--open); padding: 0 12px 16px; }
 .detail-body { display: grid; gap: 14px; padding: 4px 4px 0 14px; }
 .section-title { font-size: 12px; font-weight: 650; text-transform: uppercase; letter-spacing: .06em; color: var(--muted); margin: 0 0 6px; }
@@ -600,8 +583,11 @@ ol.steps { list-style: none; margin: 0; padding: 0; display: grid; gap: 10px; }
 .lb-caption { font-family: var(--mono); max-width: 60vw; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 footer { color: var(--faint); font-size: 12px; margin-top: 20px; text-align: center; }
 @media (max-width: 760px) {
+  .wrap { padding: 0 12px; }
+  .panel { overflow-x: auto; }
   .step { grid-template-columns: 1fr; }
-  td.reason, th.col-reason, td.domain, th.col-domain { display: none; }
+  td.reason, th.col-reason, td.domain, th.col-domain, td.bench, th.col-bench, .scorebar { display: none; }
+  th, td { padding: 8px 8px; }
 }
 """
 
@@ -609,11 +595,12 @@ _JS = r"""
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("run-data").textContent);
-  var TASKS = DATA.tasks;
   var RANK = { error: 0, failed: 1, xpassed: 2, skipped: 3, xfailed: 4, passed: 5 };
+  var NOT_SCORED = { infrastructure: true, evaluation: true };
   var state = { q: "", status: "", benchmark: "", domain: "", sort: null, dir: 1, open: {} };
   var gallery = { shots: [], index: 0 };
 
+  /* ---- small helpers ---------------------------------------------------------------------- */
   function el(tag, cls, text) {
     var node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -629,14 +616,75 @@ _JS = r"""
     return parent;
   }
   function $(id) { return document.getElementById(id); }
+  function str(v) { return v === null || v === undefined ? "" : typeof v === "string" ? v : String(v); }
+  function num(v) { return typeof v === "number" && isFinite(v) ? v : null; }
+  function obj(v) { return v !== null && typeof v === "object" && !Array.isArray(v) ? v : {}; }
+  function list(v) { return Array.isArray(v) ? v : []; }
+  /* A path inside the run folder, or null: no scheme (javascript:, http:), no /abs, no "..". */
+  function safeRel(p) {
+    if (typeof p !== "string" || !p || p.length > 1000 || p.charAt(0) === "/" || /[:\\]/.test(p)) return null;
+    return p.split("/").every(function (part) { return part && part !== "." && part !== ".."; }) ? p : null;
+  }
   function fileUrl(path) { return path.split("/").map(encodeURIComponent).join("/"); }
   function secs(s) {
-    if (s === null || s === undefined) return "";
-    return s < 1 ? Math.round(s * 1000) + " ms" : s.toFixed(1) + " s";
+    if (s === null) return "";
+    return s < 1 ? Math.round(s * 1000) + " ms" : s < 60 ? s.toFixed(1) + " s" : Math.floor(s / 60) + "m " + Math.round(s % 60) + "s";
   }
+  function valueText(v) {
+    if (v === null || v === undefined) return "";
+    var text;
+    try { text = JSON.stringify(v); } catch (e) { text = String(v); }
+    text = text === undefined ? String(v) : text;
+    return text.length > 300 ? text.slice(0, 300) + "\u2026" : text;
+  }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+  /* ---- rows: results.jsonl records, normalised once -------------------------------------- */
+  function isOutcome(r) {
+    if (r.hasOwnProperty("outcome")) return !!r.outcome;
+    if (NOT_SCORED[r.error_type]) return false;
+    return r.status !== "skipped";
+  }
+  function statusOf(r) {
+    if (typeof r.status === "string" && r.status) return r.status;
+    if (NOT_SCORED[r.error_type]) return "error";
+    if (r.success === true) return "passed";
+    return isOutcome(r) ? "failed" : "skipped";
+  }
+  function normalize(r, key) {
+    var shots = list(r.screenshots).map(safeRel).filter(Boolean), where = list(DATA.traj[key]);
+    return {
+      key: key, task_id: str(r.task_id), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
+      nodeid: str(r.nodeid), status: statusOf(r), outcome: isOutcome(r), score: num(r.score),
+      num_steps: num(r.num_steps) || 0, step_limit: num(r.step_limit) || 0, reason: str(r.reason),
+      error: str(r.error), error_type: str(r.error_type), seconds: num(r.total_time_seconds), cost: num(r.cost_usd),
+      criteria: Array.isArray(r.criteria) ? r.criteria : null, screenshots: shots,
+      traj: typeof where[0] === "number" ? where[0] : null, trajProblem: str(where[1]), trajectory: safeRel(where[2])
+    };
+  }
+  var TASKS = list(JSON.parse($("run-results").textContent)).map(function (r, i) { return normalize(obj(r), i); });
   function scoreText(t) { return t.outcome && t.score !== null ? t.score.toFixed(3) : "n/a"; }
   function badge(status) { return el("span", "badge s-" + (RANK.hasOwnProperty(status) ? status : "skipped"), status); }
   function anchor(t) { return t.benchmark + "/" + t.task_id; }
+
+  /* ---- trajectories: embedded verbatim, parsed on first open ------------------------------ */
+  var parsed = {};
+  function trajectoryOf(t) {
+    if (t.traj === null) return { data: null, problem: t.trajProblem === "too big" ? "too big to embed; open trajectory.json" : "trajectory.json not found" };
+    if (!parsed.hasOwnProperty(t.traj)) {
+      var node = $("traj-" + t.traj);
+      try { parsed[t.traj] = { data: obj(JSON.parse(node.textContent)), problem: "" }; }
+      catch (e) { parsed[t.traj] = { data: null, problem: "trajectory.json is not valid JSON" }; }
+    }
+    return parsed[t.traj];
+  }
+  function stepsOf(traj) {
+    return list(traj.steps).filter(function (s) { return s && typeof s === "object"; }).map(function (s, i) {
+      var action = obj(s.action);
+      return { index: num(s.index) === null ? i : s.index, label: str(s.label || action.type || "(no action)"),
+               reasoning: str(s.reasoning), shot: safeRel(s.screenshot_path), seconds: num(s.seconds) };
+    });
+  }
 
   /* ---- header, metrics, notes ------------------------------------------------------------ */
   function renderHeader() {
@@ -653,7 +701,8 @@ _JS = r"""
   function card(label, value, sub, cls, meter) {
     var box = add(el("div", "card" + (cls ? " " + cls : "")), el("div", "card-label", label), el("div", "card-value", value), el("div", "card-sub", sub));
     if (meter !== null && meter !== undefined) {
-      var bar = el("i"); bar.style.width = Math.round(meter * 100) + "%";
+      var bar = el("span", "fill");
+      bar.style.width = Math.round(meter * 100) + "%";
       add(box, add(el("div", "meter"), bar));
     }
     return box;
@@ -674,9 +723,10 @@ _JS = r"""
     if (m.cost) add(box, card("Cost", m.cost, "total"));
   }
   function renderChips() {
-    var box = $("chips");
-    Object.keys(DATA.statuses).sort(function (a, b) { return (RANK[a] || 0) - (RANK[b] || 0); }).forEach(function (status) {
-      var chip = add(el("button", "chip"), el("span", "dot s-" + status), status, " ", el("b", null, DATA.statuses[status]));
+    var counts = {};
+    TASKS.forEach(function (t) { counts[t.status] = (counts[t.status] || 0) + 1; });
+    Object.keys(counts).sort(function (a, b) { return (RANK.hasOwnProperty(a) ? RANK[a] : 9) - (RANK.hasOwnProperty(b) ? RANK[b] : 9); }).forEach(function (status) {
+      var chip = add(el("button", "chip"), el("span", "dot s-" + status), status, " ", el("b", null, counts[status]));
       chip.type = "button";
       chip.dataset.status = status;
       chip.title = "Show only " + status + " tasks";
@@ -685,14 +735,13 @@ _JS = r"""
         $("f-status").value = state.status;
         update();
       });
-      add(box, chip);
+      add($("chips"), chip);
     });
   }
   function renderNotes() {
     if (!DATA.notes.length) return;
-    var box = $("notes");
-    DATA.notes.forEach(function (note) { add(box, el("p", null, note)); });
-    box.hidden = false;
+    DATA.notes.forEach(function (note) { add($("notes"), el("p", null, note)); });
+    $("notes").hidden = false;
   }
   function renderDomains() {
     var rows = DATA.by_domain;
@@ -706,10 +755,9 @@ _JS = r"""
         el("td", "num", r.success_count), el("td", "num", r.success_rate), el("td", "num", r.avg_score), el("td", "num", r.errors)));
     });
     add(table, add(el("thead"), head), body);
-    var box = $("domains");
-    add(box, table);
-    box.querySelector("summary").textContent = "By domain (" + rows.length + ")";
-    box.hidden = false;
+    add($("domains"), table);
+    $("domains").querySelector("summary").textContent = "By domain (" + rows.length + ")";
+    $("domains").hidden = false;
   }
 
   /* ---- filters and sorting ---------------------------------------------------------------- */
@@ -717,8 +765,9 @@ _JS = r"""
     var select = $(id), seen = {};
     TASKS.forEach(function (t) { seen[t[key]] = (seen[t[key]] || 0) + 1; });
     var values = Object.keys(seen).sort();
-    add(select, el("option", null, "All " + label));
-    select.options[0].value = "";
+    var all = el("option", null, "All " + label);
+    all.value = "";
+    add(select, all);
     values.forEach(function (v) { var o = el("option", null, v + " (" + seen[v] + ")"); o.value = v; add(select, o); });
     if (values.length < 2 && key !== "status") select.hidden = true;
     select.addEventListener("change", function () { state[key] = select.value; update(); });
@@ -728,8 +777,8 @@ _JS = r"""
     if (state.benchmark && t.benchmark !== state.benchmark) return false;
     if (state.domain && t.domain !== state.domain) return false;
     if (!state.q) return true;
-    if (!t._hay) t._hay = [t.task_id, t.benchmark, t.domain, t.status, t.reason, t.error, t.nodeid, t.instruction].join("\n").toLowerCase();
-    return t._hay.indexOf(state.q) !== -1;
+    if (!t.hay) t.hay = [t.task_id, t.benchmark, t.domain, t.status, t.reason, t.error, t.nodeid].join("\n").toLowerCase();
+    return t.hay.indexOf(state.q) !== -1;
   }
   var collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
   var KEYS = {
@@ -737,15 +786,15 @@ _JS = r"""
     benchmark: function (t) { return t.benchmark; },
     domain: function (t) { return t.domain; },
     task_id: function (t) { return t.task_id; },
-    score: function (t) { return t.outcome && t.score !== null ? t.score : null; },
+    score: function (t) { return t.outcome ? t.score : null; },
     num_steps: function (t) { return t.num_steps; },
-    reason: function (t) { return t.error || t.reason || ""; }
+    reason: function (t) { return t.error || t.reason; }
   };
   function compare(a, b) {
     if (!state.sort) return a.key - b.key;
     var f = KEYS[state.sort], x = f(a), y = f(b);
     if (x === null && y === null) return a.key - b.key;
-    if (x === null) return 1;
+    if (x === null) return 1;  /* unscored rows last, whichever way */
     if (y === null) return -1;
     var c = typeof x === "number" ? x - y : collator.compare(x, y);
     return c ? c * state.dir : a.key - b.key;
@@ -754,6 +803,7 @@ _JS = r"""
     Array.prototype.forEach.call(document.querySelectorAll("#tasks thead th[data-key]"), function (th) {
       var button = el("button", null, th.textContent);
       button.type = "button";
+      button.title = "Sort by " + th.textContent.toLowerCase();
       th.textContent = "";
       add(th, button);
       button.addEventListener("click", function () {
@@ -769,7 +819,7 @@ _JS = r"""
 
   /* ---- the task table --------------------------------------------------------------------- */
   function row(t) {
-    var tr = el("tr", "row");
+    var tr = el("tr", "row" + (state.open[t.key] ? " open" : ""));
     tr.dataset.key = t.key;
     var toggle = el("button", "toggle", t.task_id);
     toggle.type = "button";
@@ -777,21 +827,21 @@ _JS = r"""
     var score = el("td", "num score", scoreText(t));
     if (!t.outcome) { score.classList.add("muted"); score.title = "not scored: left out of the success rate"; }
     else if (t.score !== null) {
-      var fill = el("i"); fill.style.width = Math.round(Math.max(0, Math.min(1, t.score)) * 100) + "%";
+      var fill = el("span", "fill");
+      fill.style.width = Math.round(Math.max(0, Math.min(1, t.score)) * 100) + "%";
       score.insertBefore(add(el("span", "scorebar"), fill), score.firstChild);
     }
     var steps = el("td", "num steps", t.num_steps);
     if (t.step_limit) add(steps, el("span", "muted", " / " + t.step_limit));
-    var why = t.error || t.reason || "";
+    var why = t.error || t.reason;
     var reason = el("td", "reason", why);
     reason.title = why;
     add(tr, add(el("td", "status"), badge(t.status)), el("td", "bench", t.benchmark), el("td", "domain", t.domain),
         add(el("td", "task"), toggle), score, steps, reason);
     tr.addEventListener("click", function () {
-      if (String(window.getSelection()).length) return;  // selecting text is not a click
+      if (String(window.getSelection()).length) return;  /* selecting text is not a click */
       toggleTask(t);
     });
-    if (state.open[t.key]) tr.classList.add("open");
     return tr;
   }
   function update() {
@@ -807,18 +857,19 @@ _JS = r"""
       td.colSpan = 7;
       add(body, add(el("tr"), td));
     }
-    var total = TASKS.length + (TASKS.length === 1 ? " task" : " tasks");
+    var total = plural(TASKS.length, "task");
     $("count").textContent = shown.length === TASKS.length ? total : shown.length + " of " + total;
     Array.prototype.forEach.call(document.querySelectorAll(".chip"), function (chip) {
       chip.classList.toggle("on", chip.dataset.status === state.status);
     });
   }
-  function toggleTask(t, noHash) {
+  function toggleTask(t, fromHash) {
     state.open[t.key] = !state.open[t.key];
     update();
-    if (!noHash) {
-      try { history.replaceState(null, "", state.open[t.key] ? "#" + encodeURIComponent(anchor(t)) : location.pathname + location.search); } catch (e) { /* file:// may refuse */ }
-    }
+    if (fromHash) return;
+    try {
+      history.replaceState(null, "", state.open[t.key] ? "#" + encodeURIComponent(anchor(t)) : location.pathname + location.search);
+    } catch (e) { /* some browsers refuse history changes on file:// pages */ }
   }
 
   /* ---- one task's detail ------------------------------------------------------------------ */
@@ -831,43 +882,48 @@ _JS = r"""
     img.alt = caption;
     img.src = fileUrl(path);
     img.addEventListener("error", function () {
-      var gone = el("div", "gone", "screenshot not found: " + path);
-      if (img.parentNode) img.parentNode.replaceChild(gone, img);
+      if (img.parentNode) img.parentNode.replaceChild(el("div", "gone", "screenshot not found: " + path), img);
     });
     var button = add(el("button", "shot"), img);
     button.type = "button";
-    button.title = "Open " + caption;
+    button.title = "Enlarge " + caption;
     button.addEventListener("click", function (event) { event.stopPropagation(); openLightbox(shots, position); });
     return button;
   }
-  function facts(t) {
+  function link(path, text) {
+    var a = el("a", null, text);
+    a.href = fileUrl(path);
+    a.target = "_blank";
+    a.rel = "noopener";
+    return a;
+  }
+  function facts(t, traj) {
     var box = el("div", "facts");
     if (t.nodeid) add(box, add(el("span"), "node ", el("code", null, t.nodeid)));
     if (t.seconds !== null) add(box, el("span", null, "time " + secs(t.seconds)));
     if (t.cost) add(box, el("span", null, "cost $" + t.cost.toFixed(4)));
-    if (t.message && !t.reason && !t.error) add(box, el("span", null, t.message.split("\n")[0]));
-    if (t.trajectory) {
-      var link = el("a", null, "trajectory.json");
-      link.href = fileUrl(t.trajectory);
-      link.target = "_blank";
-      link.rel = "noopener";
-      add(box, link);
-    } else add(box, el("span", "muted", "trajectory.json not found"));
+    var message = str(traj.data && traj.data.message);
+    if (message && !t.reason && !t.error) add(box, el("span", null, message.split("\n")[0]));
+    if (t.trajectory && t.trajProblem !== "missing") add(box, link(t.trajectory, "trajectory.json"));
+    if (traj.problem) add(box, el("span", "warn", traj.problem));
     return box;
   }
-  function criteriaTable(list) {
-    var table = el("table", "criteria"), head = el("tr"), body = el("tbody");
-    var cols = [["detail", "Detail", null], ["expected", "Expected", "val"], ["actual", "Actual", "val"]].filter(function (col) {
-      return list.some(function (c) { return c[col[0]] !== null && c[col[0]] !== ""; });  // drop all-empty columns
+  function criteriaTable(items) {
+    var rows = items.filter(function (c) { return c && typeof c === "object"; }).map(function (c) {
+      return { name: str(c.name) || "(unnamed)", passed: typeof c.passed === "boolean" ? c.passed : null,
+               detail: str(c.detail), expected: valueText(c.expected), actual: valueText(c.actual) };
     });
-    add(head, el("th"), el("th", null, "Criterion"));
+    var cols = [["detail", "Detail", null], ["expected", "Expected", "val"], ["actual", "Actual", "val"]].filter(function (col) {
+      return rows.some(function (c) { return c[col[0]] !== ""; });  /* drop all-empty columns */
+    });
+    var table = el("table", "criteria"), head = add(el("tr"), el("th"), el("th", null, "Criterion")), body = el("tbody");
     cols.forEach(function (col) { add(head, el("th", null, col[1])); });
-    list.forEach(function (c) {
+    rows.forEach(function (c) {
       var mark = c.passed === true ? ["\u2713", "mark-pass", "passed"] : c.passed === false ? ["\u2717", "mark-fail", "failed"] : ["\u2013", "mark-na", "not evaluated"];
       var cell = el("td", mark[1], mark[0]);
       cell.title = mark[2];
       var tr = add(el("tr"), cell, el("td", null, c.name));
-      cols.forEach(function (col) { add(tr, el("td", col[2], c[col[0]] === null ? "" : c[col[0]])); });
+      cols.forEach(function (col) { add(tr, el("td", col[2], c[col[0]])); });
       add(body, tr);
     });
     return add(table, add(el("thead"), head), body);
@@ -875,31 +931,41 @@ _JS = r"""
   function stepItem(s, shots) {
     var li = el("li", "step" + (s.shot ? "" : " noshot"));
     if (s.shot) add(li, image(s.shot, "step " + s.index + ": " + s.label, shots));
-    var text = add(el("div"), add(el("div", "step-head"), el("span", "step-no", "STEP " + s.index), el("span", "action", s.label),
-      s.seconds !== null ? el("span", "step-time", secs(s.seconds)) : null));
-    add(text, s.reasoning ? el("p", "reasoning", s.reasoning) : el("p", "reasoning none", "no reasoning recorded"));
-    return add(li, text);
+    var head = add(el("div", "step-head"), el("span", "step-no", "STEP " + s.index), el("span", "action", s.label),
+      s.seconds !== null ? el("span", "step-time", secs(s.seconds)) : null);
+    return add(li, add(el("div"), head,
+      s.reasoning ? el("p", "reasoning", s.reasoning) : el("p", "reasoning none", "no reasoning recorded")));
   }
   function renderDetail(t) {
-    var body = el("div", "detail-body"), shots = [];
-    add(body, facts(t));
-    if (t.instruction) add(body, add(section("Instruction"), el("div", "box", t.instruction)));
+    var traj = trajectoryOf(t), data = traj.data || {}, shots = [];
+    var steps = stepsOf(data), task = obj(data.task), verdict = obj(data.verdict);
+    var final = safeRel(data.final_screenshot) || t.screenshots.filter(function (p) { return /(^|\/)final\.png$/.test(p); })[0] || null;
+    var claimed = {};
+    steps.forEach(function (s) { if (s.shot) claimed[s.shot] = true; });
+    if (final) claimed[final] = true;
+    var loose = t.screenshots.filter(function (p) { return !claimed[p]; });
+    var criteria = t.criteria || list(verdict.criteria);
+    var body = el("div", "detail-body");
+    add(body, facts(t, traj));
+    if (str(task.instruction)) add(body, add(section("Instruction"), el("div", "box", str(task.instruction))));
     if (t.error) add(body, add(section("Error" + (t.error_type ? " (" + t.error_type + ")" : "")), el("pre", "box error pre", t.error)));
     if (t.reason && t.reason !== t.error) add(body, add(section("Verdict"), el("div", "box", t.reason)));
-    if (t.criteria.length) add(body, add(section("Criteria"), criteriaTable(t.criteria)));
-    var steps = section("Trajectory \u00b7 " + t.steps.length + (t.steps.length === 1 ? " action" : " actions"));
-    if (t.steps.length) {
-      var list = el("ol", "steps");
-      t.steps.forEach(function (s) { add(list, stepItem(s, shots)); });
-      add(steps, list);
-    } else add(steps, el("div", "muted", t.trajectory ? "The agent took no steps." : "No trajectory recorded for this task."));
-    add(body, steps);
-    if (t.shots.length) {
-      var extra = section("Screenshots"), grid = el("ol", "steps");
-      t.shots.forEach(function (p) { add(grid, add(el("li", "step"), image(p, p.split("/").pop(), shots))); });
-      add(body, add(extra, grid));
+    if (criteria.length) add(body, add(section("Criteria"), criteriaTable(criteria)));
+    if (traj.data) {
+      var trail = section("Trajectory \u00b7 " + plural(steps.length, "action"));
+      if (steps.length) {
+        var ol = el("ol", "steps");
+        steps.forEach(function (s) { add(ol, stepItem(s, shots)); });
+        add(trail, ol);
+      } else add(trail, el("div", "muted", "The agent took no actions."));
+      add(body, trail);
     }
-    if (t.final) add(body, add(section("Final screen"), add(el("div", "final"), image(t.final, "final screen", shots))));
+    if (loose.length) {
+      var grid = el("ol", "steps");
+      loose.forEach(function (p) { add(grid, add(el("li", "step"), image(p, p.split("/").pop(), shots))); });
+      add(body, add(section("Screenshots"), grid));
+    }
+    if (final) add(body, add(section("Final screen"), add(el("div", "final"), image(final, "final screen", shots))));
     return body;
   }
   function detailRow(t) {
@@ -945,8 +1011,7 @@ _JS = r"""
   function openFromHash() {
     var wanted;
     try { wanted = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
-    if (!wanted) return;
-    var hit = TASKS.filter(function (t) { return anchor(t) === wanted; })[0];
+    var hit = wanted && TASKS.filter(function (t) { return anchor(t) === wanted; })[0];
     if (!hit) return;
     toggleTask(hit, true);
     var tr = document.querySelector('tr.row[data-key="' + hit.key + '"]');
@@ -977,7 +1042,7 @@ _CSP = "; ".join([
     "form-action 'none'",
 ])
 
-_PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA)__")
+_PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA|RESULTS|TRAJECTORIES)__")
 
 _PAGE = """<!doctype html>
 <html lang="en">
@@ -1014,7 +1079,7 @@ _PAGE = """<!doctype html>
     <table id="tasks">
       <thead><tr>
         <th data-key="status">Status</th>
-        <th data-key="benchmark">Benchmark</th>
+        <th data-key="benchmark" class="col-bench">Benchmark</th>
         <th data-key="domain" class="col-domain">Domain</th>
         <th data-key="task_id">Task</th>
         <th data-key="score" class="num">Score</th>
@@ -1038,7 +1103,8 @@ _PAGE = """<!doctype html>
   </div>
 </div>
 <script type="application/json" id="run-data">__DATA__</script>
-<script>__JS__</script>
+<script type="application/json" id="run-results">__RESULTS__</script>
+__TRAJECTORIES__<script>__JS__</script>
 </body>
 </html>
 """

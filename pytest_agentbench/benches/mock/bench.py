@@ -189,11 +189,15 @@ class MockBenchmark(Benchmark):
         submit = "4" in distinct
         typed = bool(state.typed)
         ok_after_typing = typed and "1" in distinct
-        criteria = [
-            Criterion(name="submit clicked", passed=submit, actual=distinct),
-            Criterion(name="text typed", passed=typed, actual=state.typed),
-            Criterion(name="OK clicked", passed="1" in distinct, actual=distinct),
-        ]
+        if submit:
+            how = "Submit was clicked"
+        elif ok_after_typing:
+            how = "text was typed and OK clicked"
+        else:
+            how = "neither Submit clicked nor text typed and OK clicked"
+        # One criterion: the two ways to pass are alternatives, not separate requirements.
+        criteria = [Criterion(name="form submitted", passed=submit or ok_after_typing, detail=how,
+                              actual={"clicked": distinct, "typed": state.typed})]
         final = final_action.type if final_action else None
         reason = f"clicked={distinct}, typed={state.typed!r}, final={final}"
         if submit or ok_after_typing:

@@ -1,0 +1,37 @@
+"""Installed but not asked for, the plugin does nothing and loads nothing heavy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("pydantic", "httpx", "PIL", "pytest_agentbench.model", "pytest_agentbench.session")
+
+
+def test_importing_the_plugin_loads_no_heavy_module():
+    code = "import sys, pytest_agentbench.plugin, pytest_agentbench; print([m for m in %r if m in sys.modules])" % (HEAVY,)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_plain_pytest_run_never_imports_the_plugin_internals(pytester):
+    pytester.makeconftest(
+        """
+import sys
+def pytest_sessionfinish(session):
+    loaded = sorted(m for m in sys.modules if m.startswith("pytest_agentbench.") and m not in (
+        "pytest_agentbench.plugin", "pytest_agentbench.hookspecs", "pytest_agentbench.options"))
+    print("AGENTBENCH-LOADED", loaded)
+"""
+    )
+    pytester.makepyfile(test_plain="def test_plain(): pass")
+    result = pytester.runpytest_subprocess("-s", "-p", "no:benchmark")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*AGENTBENCH-LOADED []*"])
+
+
+def test_fixtures_outside_a_benchmark_run_say_what_is_missing(pytester):
+    pytester.makepyfile(test_uses="def test_uses(run_record): pass")
+    result = pytester.runpytest("-p", "no:benchmark")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the agentbench fixtures need a benchmark run (--bench NAME)*"])

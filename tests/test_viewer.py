@@ -1,0 +1,454 @@
+"""The static viewer (viewer.html): real runs made in pytester, opened in headless Chromium.
+
+The page is checked as a person would use it: every task is listed with its status and score,
+opening a task shows its steps and its screenshots actually load from the run folder, filters and
+sorting work, nothing logs a console error, and nothing a benchmark or agent writes (task ids,
+reasons, reasoning) can run as script. One browser serves the whole module.
+
+Chromium comes from the system (``/usr/bin/chromium``), never a download. Without it, or without
+the ``playwright`` package, the browser tests skip, except under CI (``CI`` set), where they fail:
+CI installs both, so a missing one there is a broken setup, not a reason to skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import OUTCOME_BENCH, only_run_folder, results
+from pytest_agentbench.record.runfolder import RunFolder
+from pytest_agentbench.record.viewer import main, write_viewer
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--no-first-run",
+]
+XSS = "</script><script>alert(1)</script>"
+MOCK = ("--bench=mock", "--tasks", "3", "--screenshots=on")
+
+# A benchmark whose reason, criteria, instruction, domain and task id are all markup.
+EVIL_BENCH = '''
+from pytest_agentbench import Benchmark, Criterion, Observation, Task, Verdict
+
+XSS = "</script><script>alert(1)</script>"
+
+class EvilBench(Benchmark):
+    name = "evil"
+    def list_tasks(self, limit=None):
+        return [Task(task_id="evil_<b>bold</b>&amp;", domain="<i>dom</i>",
+                     instruction=XSS + "<img src=x onerror=alert(2)>")]
+    def reset(self, task):
+        return Observation()
+    def step(self, action):
+        return Observation()
+    def evaluate(self, task, final_action):
+        return Verdict(score=0.0, passed=False, reason=XSS,
+                       criteria=[Criterion(name="<img src=x onerror=alert(3)>", passed=False, actual=XSS)])
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register("evil", lambda config: EvilBench())
+'''
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI is set, and CI must install it, so this fails instead of skipping")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the viewer tests need the playwright package (pip install playwright)")
+    if not CHROMIUM.exists():
+        _unavailable(f"the viewer tests need Chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Viewer:
+    """An open viewer.html and everything the page did that a test may want to forbid."""
+
+    page: Any
+    run_dir: Path
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    def row(self, task_id: str) -> Any:
+        return self.page.locator("tr.row").filter(has=self.page.get_by_role("button", name=task_id, exact=True))
+
+    def expand(self, task_id: str) -> Any:
+        """Open a task and return its detail row."""
+        self.row(task_id).click()
+        detail = self.page.locator("tr.detail")
+        detail.wait_for()
+        return detail
+
+    def assert_clean(self) -> None:
+        """No console error, no dialog, and no request outside the run folder."""
+        assert self.errors == []
+        assert self.dialogs == []
+        base = self.run_dir.resolve().as_uri() + "/"
+        assert [url for url in self.requests if not url.startswith(base)] == []
+
+
+@pytest.fixture
+def open_viewer(browser: Any) -> Iterator[Callable[..., Viewer]]:
+    pages = []
+
+    def _open(run_dir: Path, fragment: str = "") -> Viewer:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        pages.append(page)
+        viewer = Viewer(page, run_dir)
+        page.on("console", lambda message: viewer.errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda exc: viewer.errors.append(str(exc)))
+        page.on("dialog", lambda dialog: (viewer.dialogs.append(dialog.message), dialog.dismiss()))
+        page.on("request", lambda request: viewer.requests.append(request.url))
+        page.goto((run_dir / "viewer.html").resolve().as_uri() + fragment)
+        page.wait_for_function("document.getElementById('count').textContent !== ''")
+        return viewer
+
+    yield _open
+    for page in pages:
+        page.close()
+
+
+def embedded_blocks(html: str) -> list[str]:
+    return re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html, flags=re.S)
+
+
+def mock_run(run: Callable[..., Any], pytester: pytest.Pytester, *args: str) -> Path:
+    run(*MOCK, *args)
+    return only_run_folder(pytester.path)
+
+
+# -- real runs ----------------------------------------------------------------------------------
+
+
+def test_mock_run_lists_every_task_with_status_and_score(run, pytester, open_viewer):
+    folder = mock_run(run, pytester)
+    rows = results(folder)
+    viewer = open_viewer(folder)
+    page = viewer.page
+    assert page.locator("h1").inner_text() == folder.name
+    metrics = page.locator("#metrics").inner_text()
+    for text in ("Success rate", "100.0%", "Avg score", "1.000", "Attempts", "Outcomes", "Errors", "Avg steps", "1.0"):
+        assert text in metrics
+    assert "mock" in page.locator("#run-meta").inner_text()
+    assert len(rows) == 3
+    for record in rows:
+        row = viewer.row(record["task_id"])
+        assert row.is_visible()
+        assert row.locator(".status").inner_text() == "passed"
+        assert row.locator(".score").inner_text() == "1.000"
+        assert row.locator(".domain").inner_text() == record["domain"]
+    assert page.locator("#count").inner_text() == "3 tasks"
+    viewer.assert_clean()
+    # Screenshots are linked, never inlined: three tasks' PNGs (about 40 KB each) are not in it.
+    html = (folder / "viewer.html").read_text(encoding="utf-8")
+    assert "base64" not in html and "data:image" not in html
+    assert "http://" not in html and "https://" not in html
+    assert len(html) < 100_000
+
+
+def test_opening_a_task_shows_its_steps_and_screenshots(run, pytester, open_viewer):
+    folder = mock_run(run, pytester)
+    viewer = open_viewer(folder)
+    detail = viewer.expand("mock_chrome_001")
+    assert detail.locator(".action").all_inner_texts() == ["click #4", "done"]
+    assert "click the Submit button" in detail.inner_text()
+    assert "form submitted" in detail.locator("table.criteria").inner_text()
+    images = detail.locator("img")
+    assert [images.nth(i).get_attribute("src") for i in range(images.count())] == [
+        "tasks/mock/mock_chrome_001/step_000.png",
+        "tasks/mock/mock_chrome_001/step_001.png",
+        "tasks/mock/mock_chrome_001/final.png",
+    ]
+    assert all(images.nth(i).get_attribute("loading") == "lazy" for i in range(images.count()))
+    viewer.page.wait_for_function(
+        "Array.from(document.querySelectorAll('tr.detail img')).every(i => i.complete && i.naturalWidth > 0)"
+    )
+    assert viewer.page.evaluate("document.querySelector('tr.detail img').naturalWidth") == 1920
+    # A screenshot opens large, and Escape closes it.
+    images.first.click()
+    assert viewer.page.locator("#lightbox").is_visible()
+    assert viewer.page.locator("#lb-pos").inner_text() == "1 / 3"
+    viewer.page.keyboard.press("ArrowRight")
+    assert viewer.page.locator("#lb-caption").inner_text() == "step 1: done"
+    viewer.page.keyboard.press("Escape")
+    assert viewer.page.locator("#lightbox").is_hidden()
+    # Clicking the row again closes it.
+    viewer.row("mock_chrome_001").click()
+    assert viewer.page.locator("tr.detail").count() == 0
+    viewer.assert_clean()
+    # A link to a task (the address bar after opening one) opens it.
+    linked = open_viewer(folder, "#mock/mock_clock_001")
+    assert linked.page.locator("tr.detail").count() == 1
+    assert linked.row("mock_clock_001").get_attribute("class") == "row open"
+    linked.assert_clean()
+
+
+def test_noop_run_shows_failures_and_failed_criteria(run, pytester, open_viewer):
+    folder = mock_run(run, pytester, "--agent", "noop")
+    viewer = open_viewer(folder)
+    metrics = viewer.page.locator("#metrics").inner_text()
+    assert "0.0%" in metrics and "0 of 3 passed" in metrics
+    for record in results(folder):
+        row = viewer.row(record["task_id"])
+        assert row.locator(".status").inner_text() == "failed"
+        assert row.locator(".score").inner_text() == "0.000"
+        assert "clicked=[]" in row.locator(".reason").inner_text()
+    detail = viewer.expand("mock_clock_001")
+    criteria = detail.locator("table.criteria tbody tr")
+    assert criteria.count() == 1  # "form submitted": Submit, or text and OK
+    assert criteria.first.locator("td").first.get_attribute("title") == "failed"
+    assert detail.locator(".action").all_inner_texts() == ["done"]
+    viewer.assert_clean()
+
+
+def test_every_ending_gets_its_status_and_filters_and_sorting_work(run, pytester, open_viewer):
+    pytester.makeconftest(OUTCOME_BENCH)
+    run("--bench=outcomes", "--agent", "outcome-agent")
+    folder = only_run_folder(pytester.path)
+    rows = results(folder)
+    viewer = open_viewer(folder)
+    page = viewer.page
+    for record in rows:
+        assert viewer.row(record["task_id"]).locator(".status").inner_text() == record["status"]
+        if not record["outcome"]:
+            assert viewer.row(record["task_id"]).locator(".score").inner_text() == "n/a"
+    statuses = {r["status"] for r in rows}
+    assert {"passed", "failed", "error", "skipped"} <= statuses
+    # A status chip filters, and clicking it again clears the filter.
+    failed = sorted(r["task_id"] for r in rows if r["status"] == "failed")
+    page.locator(".chip[data-status='failed']").click()
+    assert sorted(page.locator("tr.row .toggle").all_inner_texts()) == failed
+    assert page.locator("#count").inner_text() == f"{len(failed)} of {len(rows)} tasks"
+    page.locator(".chip[data-status='failed']").click()
+    assert page.locator("tr.row").count() == len(rows)
+    # Search matches ids and reasons.
+    page.locator("#f-search").fill("wrong file content")
+    assert page.locator("tr.row .toggle").all_inner_texts() == ["fail"]
+    page.locator("#f-search").fill("")
+    # Sorting by score puts the best first and the unscored last.
+    page.locator("th[data-key='score'] button").click()
+    scores = page.locator("tr.row .score").all_inner_texts()
+    numbers = [float(s) for s in scores if s != "n/a"]
+    assert numbers == sorted(numbers, reverse=True)
+    assert scores[len(numbers):] == ["n/a"] * (len(scores) - len(numbers))
+    assert page.locator("th[data-key='score']").get_attribute("aria-sort") == "descending"
+    # An infrastructure error shows its message.
+    infra = next(r for r in rows if r["error_type"] == "infrastructure")
+    assert "VM unreachable" in viewer.expand(infra["task_id"]).inner_text()
+    viewer.assert_clean()
+
+
+def test_markup_from_a_benchmark_is_shown_as_text(run, pytester, open_viewer):
+    pytester.makeconftest(EVIL_BENCH)
+    run("--bench=evil", "--agent", "noop")
+    folder = only_run_folder(pytester.path)
+    html = (folder / "viewer.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in html
+    assert all("<" not in block and ">" not in block for block in embedded_blocks(html))
+    viewer = open_viewer(folder)
+    task_id = "evil_<b>bold</b>&amp;"
+    row = viewer.row(task_id)
+    assert row.locator(".reason").inner_text() == XSS
+    assert row.locator(".domain").inner_text() == "<i>dom</i>"
+    detail = viewer.expand(task_id)
+    assert XSS + "<img src=x onerror=alert(2)>" in detail.inner_text()
+    assert "<img src=x onerror=alert(3)>" in detail.locator("table.criteria").inner_text()
+    assert viewer.page.locator("#task-rows b, #task-rows i, #task-rows img").count() == 0
+    assert viewer.page.evaluate("document.querySelectorAll('script:not([type])').length") == 1
+    viewer.page.wait_for_timeout(200)  # a handler that fired late would still be caught
+    viewer.assert_clean()
+
+
+# -- hand-written run folders -------------------------------------------------------------------
+
+
+def write_run_folder(root: Path, name: str, records: list[dict[str, Any]],
+                     trajectories: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> Path:
+    """A run folder as the plugin lays it out, with whatever content a test needs."""
+    folder = RunFolder.create(root, name)
+    for record in records:
+        folder.append_result(record)
+    for rel, content in (trajectories or {}).items():
+        path = folder.path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    if summary is not None:
+        folder.write_json(folder.summary_path, summary)
+    write_viewer(folder.path)
+    return folder.path
+
+
+def record(task_id: str, **fields: Any) -> dict[str, Any]:
+    base = {"task_id": task_id, "benchmark": "hand", "domain": "d", "status": "failed", "score": 0.0,
+            "success": False, "outcome": True, "num_steps": 1, "reason": "r", "error": None, "error_type": None,
+            "trajectory": f"tasks/hand/{task_id}/trajectory.json"}
+    return {**base, **fields}
+
+
+def test_markup_everywhere_in_a_run_folder_stays_text(tmp_path, open_viewer):
+    evil_step = {"index": 0, "label": "<svg onload=alert(4)>", "reasoning": XSS,
+                 "screenshot_path": "javascript:alert(5)", "action": {"type": "click"}}
+    folder = write_run_folder(
+        tmp_path, "run<img src=x onerror=alert(6)>",
+        [record("ok", error=XSS, error_type="agent", reason=XSS, criteria=[{"name": XSS, "passed": None}],
+                screenshots=["javascript:alert(7)", "/etc/passwd", "../../x.png"]),
+         record("broken")],
+        {"tasks/hand/ok/trajectory.json": {"steps": [evil_step], "final_screenshot": "https://example.com/x.png",
+                                           "task": {"instruction": XSS}},
+         "tasks/hand/broken/trajectory.json": "</script><script>alert(8)</script>"},
+        summary={"run_name": "run<img src=x onerror=alert(6)>", "agent": "<b>agent</b>"},
+    )
+    html = (folder / "viewer.html").read_text(encoding="utf-8")
+    assert "<title>run&lt;img src=x onerror=alert(6)&gt; · agentbench</title>" in html
+    assert all("<" not in block for block in embedded_blocks(html))
+    viewer = open_viewer(folder)
+    page = viewer.page
+    assert page.locator("h1").inner_text() == "run<img src=x onerror=alert(6)>"
+    assert "<b>agent</b>" in page.locator("#run-meta").inner_text()
+    detail = viewer.expand("ok")
+    text = detail.inner_text()
+    assert "<svg onload=alert(4)>" in text and text.count(XSS) >= 3
+    assert detail.locator("img, svg").count() == 0  # unsafe screenshot paths are dropped, not linked
+    viewer.row("ok").click()
+    assert "not valid JSON" in viewer.expand("broken").inner_text()
+    page.wait_for_timeout(200)
+    viewer.assert_clean()
+
+
+def test_a_run_with_no_results_still_gets_a_viewer(tmp_path, open_viewer):
+    folder = tmp_path / "empty-run"
+    folder.mkdir()
+    path = write_viewer(folder)
+    assert path == folder / "viewer.html"
+    viewer = open_viewer(folder)
+    assert "No results in this run yet." in viewer.page.locator("#task-rows").inner_text()
+    assert "n/a" in viewer.page.locator("#metrics").inner_text()
+    assert "interrupted" in viewer.page.locator("#run-meta").inner_text()
+    viewer.assert_clean()
+    (folder / "results.jsonl").write_text("", encoding="utf-8")
+    write_viewer(folder)
+    viewer.page.reload()
+    viewer.page.wait_for_function("document.getElementById('count').textContent !== ''")
+    assert viewer.page.locator("#count").inner_text() == "0 tasks"
+    viewer.assert_clean()
+
+
+def test_missing_trajectories_and_bad_lines_are_reported_not_fatal(tmp_path, open_viewer):
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    good = record("lost", status="passed", success=True, score=1.0, screenshots=["tasks/hand/lost/final.png"])
+    two_in_one = json.dumps(record("x")) + "," + json.dumps(record("y"))
+    lines = [json.dumps(good), "{not json", json.dumps({"no": "task id"}), two_in_one,
+             json.dumps(record("nan", cost_usd=float("nan")))]
+    (folder / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_viewer(folder)
+    viewer = open_viewer(folder)
+    notes = viewer.page.locator("#notes").inner_text()
+    assert "skipped 3 malformed record(s) (record 2, 3, 4)" in notes
+    assert "2 trajectory file(s) not found" in notes
+    # Metrics come from the records when summary.json is missing.
+    assert "50.0%" in viewer.page.locator("#metrics").inner_text()
+    detail = viewer.expand("lost")
+    assert "trajectory.json not found" in detail.inner_text()
+    # The final screenshot is known from the record; the file is gone, and the page says so.
+    detail.locator(".gone").wait_for()
+    viewer.errors = [e for e in viewer.errors if "ERR_FILE_NOT_FOUND" not in e]
+    viewer.assert_clean()
+
+
+def test_run_folder_from_evaluate_agent_on_benchmark(tmp_path, open_viewer):
+    from pytest_agentbench import MockAgent, MockBenchmark, evaluate_agent_on_benchmark
+
+    evaluate_agent_on_benchmark(MockAgent(), MockBenchmark(3), task_ids=["mock_chrome_001", "mock_nope_1"],
+                                results_dir=tmp_path, run_name="api")
+    viewer = open_viewer(tmp_path / "api")
+    assert viewer.row("mock_chrome_001").locator(".status").inner_text() == "passed"
+    assert viewer.row("mock_nope_1").locator(".status").inner_text() == "error"
+    assert viewer.row("mock_nope_1").locator(".score").inner_text() == "n/a"
+    assert viewer.expand("mock_chrome_001").locator(".action").all_inner_texts() == ["click #4", "done"]
+    viewer.assert_clean()
+
+
+# -- cost and the command line ------------------------------------------------------------------
+
+
+def test_write_viewer_never_opens_a_png(tmp_path, monkeypatch):
+    trajectory = json.loads(json.dumps({
+        "steps": [{"index": i, "label": f"click ({i}, 1)", "reasoning": "because " * 20,
+                   "screenshot_path": f"step_{i:03d}.png"} for i in range(3)],
+        "task": {"instruction": "do it"}, "final_screenshot": "final.png",
+    }))
+    records, trajectories = [], {}
+    for n in range(500):
+        task_id = f"t{n:03d}"
+        records.append(record(task_id, screenshots=[f"tasks/hand/{task_id}/step_000.png"]))
+        trajectories[f"tasks/hand/{task_id}/trajectory.json"] = trajectory
+    folder = write_run_folder(tmp_path, "big", records, trajectories)
+    opened: list[str] = []
+    real_open, real_io_open = os.open, open
+
+    def spy_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    def spy_io_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(path))
+        return real_io_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr("io.open", spy_io_open)
+    write_viewer(folder)
+    monkeypatch.undo()
+    assert not [p for p in opened if p.endswith(".png")]
+    assert "t499" in (folder / "viewer.html").read_text()
+
+
+def test_main_rejects_a_bad_folder(tmp_path, capsys):
+    missing = tmp_path / "no-such-run"
+    assert main([str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(missing) in err
+    (tmp_path / "file").write_text("x")
+    assert main([str(tmp_path / "file")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    (tmp_path / "plain").mkdir()
+    assert main([str(tmp_path / "plain")]) == 2
+    assert "is not a run folder" in capsys.readouterr().err
+    assert not (tmp_path / "plain" / "viewer.html").exists()
+
+
+def test_main_writes_the_viewer_and_prints_its_path(tmp_path, capsys):
+    folder = write_run_folder(tmp_path, "cli", [record("a")])
+    (folder / "viewer.html").unlink()
+    assert main([str(folder)]) == 0
+    assert capsys.readouterr().out.strip() == str(folder / "viewer.html")
+    assert (folder / "viewer.html").exists()
+
+
+def test_module_entry_point(tmp_path):
+    missing = tmp_path / "nope"
+    proc = subprocess.run([sys.executable, "-m", "pytest_agentbench.record.viewer", str(missing)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"agentbench-view: {missing} does not exist"]
