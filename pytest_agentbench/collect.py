@@ -15,13 +15,10 @@ TASK_KEY = pytest.StashKey[dict]()
 SUITE_KEY = pytest.StashKey[str]()
 
 
-def run_task(episode: Any, request: pytest.FixtureRequest) -> None:
-    """The body of every benchmark item: the episode ran in the ``episode`` fixture (so that
-    infrastructure errors are setup errors); here its verdict becomes the test outcome."""
-    from .outcomes import raise_outcome
-    from .session import OUTCOME_KEY
-
-    raise_outcome(request.node.stash[OUTCOME_KEY])
+def run_task(episode: Any) -> None:
+    """The function of every benchmark item. The episode ran in the ``episode`` fixture (so that
+    infrastructure errors are setup errors); ``BenchItem.runtest`` turns its verdict into the
+    test outcome."""
 
 
 class BenchItem(pytest.Function):
@@ -30,6 +27,13 @@ class BenchItem(pytest.Function):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # Name the task, not the plugin's source line, in failure headers and locations.
         return self.path, 0, self.nodeid
+
+    def runtest(self) -> None:
+        from .outcomes import raise_outcome
+        from .session import OUTCOME_KEY
+
+        super().runtest()
+        raise_outcome(self.stash[OUTCOME_KEY])
 
     @property
     def task(self) -> dict[str, Any]:

@@ -91,8 +91,9 @@ def run_episode(
             action = agent.act(observation, task, history)
             if not isinstance(action, Action):
                 raise TypeError(f"act() must return an Action, got {type(action).__name__}")
-            step = Step(index=len(record.steps), action=action, observation=observation)
-            step.reasoning = action.reason
+            # Built from already-validated parts: skip re-validation on the per-step path.
+            step = Step.model_construct(index=len(record.steps), action=action, observation=observation,
+                                        reasoning=action.reason)
             history.append((observation, action))
             record.steps.append(step)
             if action.is_terminal:

@@ -107,42 +107,48 @@ def bench_task(request: pytest.FixtureRequest) -> Task:
     return task_from_item(request.node)
 
 
+# Fixtures take ``pytestconfig`` rather than ``request`` where they can: each ``request`` look-up
+# costs pytest a new fixture definition per item, which is measurable at hundreds of tasks.
 @pytest.fixture
-def bench_env(request: pytest.FixtureRequest) -> Benchmark:
+def bench_env(bench_task: Task, pytestconfig: pytest.Config) -> Benchmark:
     """The benchmark (environment and checker) of the current item; one instance per process."""
-    from .collect import TASK_KEY
-    from .session import fixture_state
+    from .session import config_state
 
-    return fixture_state(request).benchmark(request.node.stash[TASK_KEY]["benchmark"])
+    return config_state(pytestconfig).benchmark(bench_task.benchmark)
+
+
+@pytest.fixture(scope="session")
+def agent(pytestconfig: pytest.Config) -> Agent:
+    """The ``--agent`` agent; one instance per process (the episode loop calls its ``reset``
+    before each task). Override it in a conftest.py, with any scope, to test your own agent
+    object without registering it."""
+    from .session import config_state
+
+    return config_state(pytestconfig).agent()
 
 
 @pytest.fixture
-def agent(request: pytest.FixtureRequest) -> Agent:
-    """The ``--agent`` agent; one instance per process. Override it in a conftest.py to test
-    your own agent object without registering it."""
-    from .session import fixture_state
-
-    return fixture_state(request).agent()
-
-
-@pytest.fixture
-def run_record(request: pytest.FixtureRequest) -> RunFolder | None:
+def run_record(pytestconfig: pytest.Config) -> RunFolder | None:
     """The run folder (None under --collect-only)."""
-    from .session import fixture_state
+    from .session import config_state
 
-    return fixture_state(request).run_folder
+    return config_state(pytestconfig).run_folder
 
 
 @pytest.fixture
-def episode(request: pytest.FixtureRequest, bench_task: Task, bench_env: Benchmark, agent: Agent) -> EpisodeRecord:
+def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
     """Plays the item's episode during setup and returns its record.
 
     Infrastructure and evaluation errors fail here, so pytest reports them as errors (setup),
-    not as failures of the agent.
+    not as failures of the agent. The task and benchmark come from the item directly (the same
+    objects the ``bench_task`` and ``bench_env`` fixtures give), which keeps the per-item fixture
+    work to one fixture.
     """
-    from .session import OUTCOME_KEY, fixture_state
+    from .session import OUTCOME_KEY, config_state, task_from_item
 
-    record = fixture_state(request).play(request.node, bench_task, bench_env, agent)
+    state = config_state(request.config)
+    task = task_from_item(request.node)
+    record = state.play(request.node, task, state.benchmark(task.benchmark), agent)
     outcome = request.node.stash[OUTCOME_KEY]
     if outcome.kind == "error":
         pytest.fail(outcome.message, pytrace=False)

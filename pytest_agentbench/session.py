@@ -51,6 +51,9 @@ class AgentbenchPlugin:
         self._agent: Agent | None = None
         self._bench_registry: BenchmarkRegistry | None = None
         self._agent_registry: AgentRegistry | None = None
+        from .record.writer import BackgroundWriter
+
+        self.writer = BackgroundWriter()
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -150,6 +153,9 @@ class AgentbenchPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        errors = self.writer.flush()
+        if errors and is_worker(self.config):
+            self.config.workeroutput["agentbench_write_errors"] = errors  # type: ignore[attr-defined]
         for bench in self.benchmarks.values():
             try:
                 bench.close()
@@ -231,8 +237,8 @@ class AgentbenchPlugin:
         return payload
 
 
-def fixture_state(request: pytest.FixtureRequest) -> AgentbenchPlugin:
-    state = request.config.stash.get(STATE_KEY, None)
+def config_state(config: pytest.Config) -> AgentbenchPlugin:
+    state = config.stash.get(STATE_KEY, None)
     if state is None:
         raise pytest.UsageError("the agentbench fixtures need a benchmark run (--bench NAME)")
     return state

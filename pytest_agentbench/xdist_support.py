@@ -26,3 +26,9 @@ class XdistController:
         node.workerinput[MANIFEST_INPUT] = str(folder.manifest_path.absolute())
         node.workerinput[RUNFOLDER_INPUT] = str(folder.path.absolute())
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        errors = getattr(node, "workeroutput", {}).get("agentbench_write_errors", [])
+        controller = node.config.pluginmanager.get_plugin("agentbench-controller")
+        if errors and controller is not None:
+            controller.file_errors.extend(errors)

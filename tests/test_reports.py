@@ -168,3 +168,35 @@ def test_xdist_collect_only_and_lf(run_sub, pytester):
     again = run_sub("--bench=mock", "--tasks", "4", "-n", "2", "--lf")
     again.assert_outcomes(passed=2)
     assert re.search(r"2 passed", again.stdout.str())
+
+
+BROKEN_RENDERER = """
+from pytest_agentbench import Benchmark, Task, Observation, Verdict
+
+def broken():
+    raise OSError("display server gone")
+
+class Broken(Benchmark):
+    name = "broken"
+    def list_tasks(self, limit=None):
+        return [Task(task_id=f"t{i}", domain="d") for i in range(3)]
+    def reset(self, task): return Observation(renderer=broken)
+    def step(self, action): return Observation(renderer=broken)
+    def evaluate(self, task, final_action): return Verdict(score=1.0, passed=True)
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register("broken", lambda config: Broken())
+"""
+
+
+@pytest.mark.parametrize("xdist", [False, True])
+def test_a_task_file_that_cannot_be_written_fails_the_run_loudly(run_sub, pytester, xdist):
+    pytester.makeconftest(BROKEN_RENDERER)
+    result = run_sub("--bench=broken", "--screenshots=on", *(["-n", "2"] if xdist else []))
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["ERROR: 3 task file(s) could not be written in *; first: OSError: display server gone"])
+    # The records and the other files are still there.
+    folder = only_run_folder(pytester.path)
+    assert len(results(folder)) == 3 and (folder / "summary.json").exists()
+    assert len(list(folder.glob("tasks/broken/*/trajectory.json"))) == 3

@@ -48,11 +48,11 @@ def base_payload(nodeid: str, task: dict[str, Any], agent: str) -> dict[str, Any
     }
 
 
-def _write_png(path: Any, data: bytes | None) -> bool:
+def _write_png(path: Any, observation: Any) -> None:
+    data = observation.screenshot  # rendered here, on the writer thread, when lazy
     if not data:
-        return False
+        raise ValueError(f"no screenshot to write to {path}")
     path.write_bytes(data)
-    return True
 
 
 def save_episode(
@@ -87,7 +87,7 @@ def save_episode(
     if folder is None:  # --collect-only never plays; defensive for direct fixture use
         return payload
     task_dir = folder.task_dir(record.benchmark, record.task_id)
-    task_dir.mkdir(parents=True, exist_ok=True)
+    pngs: list[tuple[Any, Any]] = []
     mode = state.settings.screenshots
     keep = mode == "on" or (mode == "only-on-failure" and outcome.kind != "passed")
     shots: list[str] = []
@@ -99,17 +99,17 @@ def save_episode(
         entry["label"] = step.action.describe()
         if keep and step.observation is not None and step.observation.has_screenshot:
             png = task_dir / f"step_{step.index:03d}.png"
-            if _write_png(png, step.observation.screenshot):
-                entry["screenshot_path"] = folder.relative(png)
-                shots.append(entry["screenshot_path"])
+            pngs.append((png, step.observation))
+            entry["screenshot_path"] = folder.relative(png)
+            shots.append(entry["screenshot_path"])
         steps_json.append(entry)
     final_shot = None
     final = record.final_observation
     if keep and final is not None and final.has_screenshot:
         png = task_dir / "final.png"
-        if _write_png(png, final.screenshot):
-            final_shot = folder.relative(png)
-            shots.append(final_shot)
+        pngs.append((png, final))
+        final_shot = folder.relative(png)
+        shots.append(final_shot)
     trajectory = {
         "schema": TRAJECTORY_SCHEMA,
         "nodeid": item.nodeid,
@@ -128,7 +128,21 @@ def save_episode(
         "cost_usd": record.cost_usd,
     }
     trajectory_path = task_dir / "trajectory.json"
-    folder.write_json(trajectory_path, trajectory)
+
+    def write_files() -> None:
+        # The trajectory first: a screenshot that cannot be drawn must not cost the step record.
+        task_dir.mkdir(parents=True, exist_ok=True)
+        folder.write_task_json(trajectory_path, trajectory)
+        failed: Exception | None = None
+        for png, observation in pngs:
+            try:
+                _write_png(png, observation)
+            except Exception as exc:  # noqa: BLE001 - keep writing the others, report the first
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+
+    state.writer.submit(write_files)
     payload["trajectory"] = folder.relative(trajectory_path)
     payload["screenshots"] = shots
     return payload

@@ -35,6 +35,7 @@ class RunController:
         self.summary: dict[str, Any] | None = None
         self.write_error: str | None = None
         self.setup_seconds: dict[str, float] = {}
+        self.file_errors: list[str] = []
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
@@ -72,6 +73,7 @@ class RunController:
         folder = self.state.run_folder
         if folder is None:
             return
+        self.file_errors.extend(self.state.writer.flush())
         attempts = [m.attempt_from_result(r) for r in self.records]
         overall = m.metrics(attempts)
         settings = self.state.settings
@@ -112,8 +114,11 @@ class RunController:
             write_viewer(folder.path)
         except OSError as exc:
             self.write_error = f"ERROR: could not write the run summary in {folder.path}: {exc}"
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.file_errors and not self.write_error:
+            self.write_error = (f"ERROR: {len(self.file_errors)} task file(s) could not be written in {folder.path}; "
+                                f"first: {self.file_errors[0]}")
+        if self.write_error and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.summary is None:

@@ -97,6 +97,11 @@ class RunFolder:
     def read_results(self) -> list[dict[str, Any]]:
         return read_results(self.results_path)
 
+    def write_task_json(self, path: Path, data: Any) -> None:
+        """Per-task files are written once, by one process, and read only after the run: compact
+        JSON in one write (the indented encoder and a rename per task cost more than the episode)."""
+        path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")), encoding="utf-8")
+
     def write_json(self, path: Path, data: Any) -> None:
         """Write JSON through a temporary file and a rename, so readers never see half a file."""
         path.parent.mkdir(parents=True, exist_ok=True)

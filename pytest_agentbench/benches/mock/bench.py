@@ -48,6 +48,11 @@ _BY_ID = {e.id: e for e in ELEMENTS}
 
 
 def accessibility_tree() -> dict[str, Any]:
+    """The window's tree. The same object every time: agents must treat it as read-only."""
+    return _TREE
+
+
+def _build_tree() -> dict[str, Any]:
     return {
         "role": "window",
         "name": "Mock Window",
@@ -57,6 +62,9 @@ def accessibility_tree() -> dict[str, Any]:
             {"role": e.role, "name": e.name, "id": e.id, "bbox": list(e.box), "children": []} for e in ELEMENTS
         ],
     }
+
+
+_TREE = _build_tree()
 
 
 @dataclass
