@@ -199,4 +199,4 @@ def test_a_task_file_that_cannot_be_written_fails_the_run_loudly(run_sub, pytest
     # The records and the other files are still there.
     folder = only_run_folder(pytester.path)
     assert len(results(folder)) == 3 and (folder / "summary.json").exists()
-    assert len(list(folder.glob("tasks/broken/*/trajectory.json"))) == 3
+    assert len(list(folder.glob("tasks/broken/*.trajectory.json"))) == 3

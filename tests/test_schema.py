@@ -54,7 +54,7 @@ def validate_run(folder: Path, validators: dict[str, Draft202012Validator], *, m
         errors += problems(validators["result"], record, f"results.jsonl line {number}")
     summary = json.loads((folder / "summary.json").read_text())
     errors += problems(validators["summary"], summary, "summary.json")
-    trajectories = sorted(folder.glob("tasks/*/*/trajectory.json"))
+    trajectories = sorted(folder.glob("tasks/*/*.trajectory.json"))
     for path in trajectories:
         errors += problems(validators["trajectory"], json.loads(path.read_text()), str(path.relative_to(folder)))
     if manifest:

@@ -127,12 +127,17 @@ def save_episode(
         "total_time_seconds": round(record.total_time_seconds, 6),
         "cost_usd": record.cost_usd,
     }
-    trajectory_path = task_dir / "trajectory.json"
+    trajectory_path = folder.trajectory_path(record.benchmark, record.task_id)
 
     def write_files() -> None:
         # The trajectory first: a screenshot that cannot be drawn must not cost the step record.
-        task_dir.mkdir(parents=True, exist_ok=True)
-        folder.write_task_json(trajectory_path, trajectory)
+        try:
+            folder.write_task_json(trajectory_path, trajectory)
+        except FileNotFoundError:  # the first task of this benchmark: make tasks/<bench>/
+            trajectory_path.parent.mkdir(parents=True, exist_ok=True)
+            folder.write_task_json(trajectory_path, trajectory)
+        if pngs:
+            task_dir.mkdir(parents=True, exist_ok=True)
         failed: Exception | None = None
         for png, observation in pngs:
             try:

@@ -6,8 +6,11 @@ Layout::
     <run>/results.jsonl              one record per item, appended by the controller
     <run>/summary.json               metrics and per-task rows, written at the end
     <run>/viewer.html                static viewer rendered from the two files above
-    <run>/tasks/<bench>/<slug>/trajectory.json
-    <run>/tasks/<bench>/<slug>/step_000.png ... final.png
+    <run>/tasks/<bench>/<slug>.trajectory.json
+    <run>/tasks/<bench>/<slug>/step_000.png ... final.png   (only when screenshots are kept)
+
+Trajectories sit beside the task folders rather than inside them: a folder per task costs more
+disk time than a mock episode takes, so a task gets a folder only when it has screenshots.
 """
 
 from __future__ import annotations
@@ -79,7 +82,11 @@ class RunFolder:
         return self.path / "viewer.html"
 
     def task_dir(self, benchmark: str, task_id: str) -> Path:
+        """The folder of the task's screenshots."""
         return self.path / "tasks" / task_slug(benchmark) / task_slug(task_id)
+
+    def trajectory_path(self, benchmark: str, task_id: str) -> Path:
+        return self.path / "tasks" / task_slug(benchmark) / f"{task_slug(task_id)}.trajectory.json"
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.path).as_posix()

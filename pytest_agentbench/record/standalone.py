@@ -36,7 +36,6 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
 
             task = Task(task_id=str(task), benchmark=bench.name)
         task_json = task.model_dump(mode="json")
-        task_dir = folder.task_dir(record.benchmark or bench.name, record.task_id)
         trajectory = {
             "schema": TRAJECTORY_SCHEMA, "nodeid": None, "task": task_json, "agent": record.agent,
             "steps": [dict(s.model_dump(mode="json", exclude={"observation"}), label=s.action.describe())
@@ -48,7 +47,7 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
             "message": record.reason or "", "total_time_seconds": record.total_time_seconds,
             "cost_usd": record.cost_usd,
         }
-        folder.write_json(task_dir / "trajectory.json", trajectory)
+        folder.write_json(folder.trajectory_path(record.benchmark or bench.name, record.task_id), trajectory)
         row = {
             "schema": RESULT_SCHEMA, "nodeid": None, "benchmark": record.benchmark or bench.name,
             "domain": record.domain, "task_id": record.task_id, "agent": record.agent,
@@ -59,7 +58,8 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
             "criteria": [c.model_dump(mode="json") for c in record.verdict.criteria] if record.verdict else [],
             "final_action": record.final_action.model_dump(mode="json", exclude_none=True) if record.final_action else None,
             "total_time_seconds": record.total_time_seconds, "cost_usd": record.cost_usd,
-            "trajectory": folder.relative(task_dir / "trajectory.json"), "screenshots": [], "worker": "main",
+            "trajectory": folder.relative(folder.trajectory_path(record.benchmark or bench.name, record.task_id)),
+            "screenshots": [], "worker": "main",
             "extra": {}, "status": trajectory["outcome"], "duration": record.total_time_seconds,
         }
         folder.append_result(row)

@@ -197,7 +197,7 @@ def _trajectory_rel(record: Mapping[str, Any]) -> str:
     rel = _safe_rel(record.get("trajectory"))
     if rel is not None:
         return rel
-    return f"tasks/{task_slug(str(record.get('benchmark') or ''))}/{task_slug(str(record['task_id']))}/trajectory.json"
+    return f"tasks/{task_slug(str(record.get('benchmark') or ''))}/{task_slug(str(record['task_id']))}.trajectory.json"
 
 
 class _TrajectoryReader:
