@@ -84,18 +84,29 @@ def render_window(task_id: str, step: int, typed: str, clicked: list[str]) -> by
 
     image = Image.new("RGB", SCREEN, "#eef0f3")
     draw = ImageDraw.Draw(image)
+    font = _font()
     draw.rectangle((0, 0, SCREEN[0], 60), fill="#1f2a3a")
-    draw.text((20, 22), TITLE, fill="#ffffff")
+    draw.text((20, 18), TITLE, fill="#ffffff", font=font)
     for element in ELEMENTS:
         outline = "#f5a623" if element.id in clicked else "#3b4656"
         draw.rectangle(element.box, fill=element.fill, outline=outline, width=3)
         label = typed if element.role == "edit" and typed else element.name
         color = "#000000" if element.role == "edit" else "#ffffff"
-        draw.text((element.box[0] + 10, element.box[1] + 12), label, fill=color)
-    draw.text((100, 240), f"task {task_id} - step {step}", fill="#3b4656")
+        draw.text((element.box[0] + 10, element.box[1] + 10), label, fill=color, font=font)
+    draw.text((100, 240), f"task {task_id} - step {step}", fill="#3b4656", font=font)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=1)
     return buffer.getvalue()
+
+
+def _font():  # type: ignore[no-untyped-def]
+    """Pillow's built-in font at a readable size (Pillow >= 10.1), else its small bitmap font."""
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=20)
+    except TypeError:
+        return ImageFont.load_default()
 
 
 class MockBenchmark(Benchmark):
