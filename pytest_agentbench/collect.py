@@ -68,6 +68,8 @@ class DomainGroup(pytest.Collector):
 class BenchSuite(pytest.Collector):
     """All tasks of one benchmark, grouped by domain."""
 
+    agentbench_suite = True  # kept when the filesystem collectors are dropped
+
     def __init__(self, *args: Any, suite: Suite | None = None, known: dict[str, str] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -32,6 +32,13 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     """
 
 
+def pytest_agentbench_register_audit_adapters(registry: Any) -> None:
+    """Register verifier-audit adapters by name: ``registry.register("name", factory)``, then
+    ``pytest --audit-verifier=name``. ``factory(config)`` returns an object with the adapter
+    protocol (``name``, ``ignore_fields``, ``policy``, ``describe``, ``task_ids``, ``reference``,
+    ``deliver``)."""
+
+
 @pytest.hookspec(firstresult=True)
 def pytest_agentbench_verdict_to_outcome(record: EpisodeRecord, item: pytest.Item) -> Outcome | None:
     """Decide the pytest outcome of one episode. Return None to keep the built-in mapping."""

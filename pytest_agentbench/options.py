@@ -140,3 +140,96 @@ def settings_from_config(config: pytest.Config) -> Settings:
         baseline=Path(baseline) if baseline else None,
         min_success=min_success,
     )
+
+
+def _operators(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--limit must be a whole number >= 0 (0 = all), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--limit must be >= 0 (0 = all), got {value}")
+    return value
+
+
+def add_audit_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentbench-audit", "verifier audit (pytest-agentbench)")
+    group.addoption("--audit-verifier", default=None, metavar="NAME",
+                    help="audit this benchmark's checker: toy, appworld, a registered name, or module:Attr.")
+    group.addoption("--operators", action="append", default=None, metavar="LIST",
+                    help="comma-separated operators (default: all six).")
+    group.addoption("--audit-tasks", action="append", default=None, metavar="IDS",
+                    help="comma-separated task ids to audit (repeatable); unknown ids are errors.")
+    group.addoption("--audit-split", "--split", dest="audit_split", default=None, metavar="NAME",
+                    help="the benchmark split to take tasks from (adapter default when unset).")
+    group.addoption("--audit-limit", "--limit", dest="audit_limit", type=_limit, default=None, metavar="N",
+                    help="audit the first N tasks of the split (default 20; 0 = all).")
+    group.addoption("--ignore-fields", action="append", default=None, metavar="LIST",
+                    help="fields with no task meaning, 'field' or 'table.field', comma-separated.")
+    group.addoption("--audit-out", default=None, metavar="PATH",
+                    help="write every run's result as JSON (counts and field names, never values).")
+    group.addoption("--appworld-python", default=None, metavar="PY",
+                    help="the interpreter of the AppWorld environment (or $APPWORLD_PYTHON).")
+    group.addoption("--appworld-root", default=None, metavar="DIR",
+                    help="the AppWorld data root holding data/tasks (or $APPWORLD_ROOT).")
+    for key, text in (("audit_verifier", "as --audit-verifier"), ("operators", "as --operators"),
+                      ("audit_tasks", "as --audit-tasks"), ("audit_split", "as --split"),
+                      ("audit_limit", "as --limit"), ("ignore_fields", "as --ignore-fields"),
+                      ("audit_out", "as --audit-out"), ("appworld_python", "as --appworld-python"),
+                      ("appworld_root", "as --appworld-root")):
+        parser.addini(f"agentbench_{key}", text, default="")
+
+
+def audit_requested(config: pytest.Config) -> str | None:
+    return config.getoption("audit_verifier") or str(config.getini("agentbench_audit_verifier")).strip() or None
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    verifier: str
+    operators: tuple[str, ...]
+    task_ids: tuple[str, ...]
+    split: str | None
+    limit: int | None  # None = all
+    ignore_fields: tuple[str, ...]
+    out: Path | None
+    appworld_python: str | None
+    appworld_root: str | None
+
+
+def _listed(config: pytest.Config, name: str) -> list[str]:
+    raw = config.getoption(name) or [str(config.getini(f"agentbench_{name}"))]
+    return [part for text in raw for part in _operators(str(text))]
+
+
+def audit_settings_from_config(config: pytest.Config) -> AuditSettings:
+    from .audit.operators import OPERATORS
+
+    operators = _listed(config, "operators") or list(OPERATORS)
+    unknown = [op for op in operators if op not in OPERATORS]
+    if unknown:
+        raise pytest.UsageError(
+            f"unknown operator {', '.join(map(repr, unknown))} in --operators; known: {', '.join(OPERATORS)}")
+    limit = config.getoption("audit_limit")
+    if limit is None:
+        raw = str(config.getini("agentbench_audit_limit")).strip()
+        try:
+            limit = _limit(raw) if raw else 20
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"ini agentbench_audit_limit: {exc}") from None
+    out = config.getoption("audit_out") or str(config.getini("agentbench_audit_out")).strip() or None
+    return AuditSettings(
+        verifier=audit_requested(config) or "",
+        operators=tuple(dict.fromkeys(operators)),
+        task_ids=tuple(dict.fromkeys(_listed(config, "audit_tasks"))),
+        split=config.getoption("audit_split") or str(config.getini("agentbench_audit_split")).strip() or None,
+        limit=None if limit == 0 else limit,
+        ignore_fields=tuple(_listed(config, "ignore_fields")),
+        out=Path(out) if out else None,
+        appworld_python=config.getoption("appworld_python") or str(config.getini("agentbench_appworld_python")).strip() or None,
+        appworld_root=config.getoption("appworld_root") or str(config.getini("agentbench_appworld_root")).strip() or None,
+    )

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .benchmark import Benchmark
     from .model import EpisodeRecord, Task
     from .record.runfolder import RunFolder
-    from .registry import AgentRegistry, BenchmarkRegistry
+    from .registry import AdapterRegistry, AgentRegistry, BenchmarkRegistry
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -27,10 +27,13 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.addoption(parser)
+    options.add_audit_options(parser)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if options.audit_requested(config):
+        _configure_audit(config)
     if not options.benchmarks_requested(config):
         return
     from .session import STATE_KEY, AgentbenchPlugin, is_worker
@@ -50,6 +53,17 @@ def pytest_configure(config: pytest.Config) -> None:
             from .record.html import HtmlColumns
 
             config.pluginmanager.register(HtmlColumns(), "agentbench-html")
+
+
+def _configure_audit(config: pytest.Config) -> None:
+    from .audit.pytest_plugin import AUDIT_KEY, AuditSession, AuditXdist
+
+    session = AuditSession(config, options.audit_settings_from_config(config))
+    config.stash[AUDIT_KEY] = session
+    config.pluginmanager.register(session, "agentbench-audit")
+    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(AuditXdist(session), "agentbench-audit-xdist")
+    config.addinivalue_line("markers", "audit: verifier-audit items (pytest-agentbench)")
 
 
 # -- the built-ins, registered through the same hooks a conftest.py uses ------------------------
@@ -96,6 +110,30 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     registry.register("mock", mock, description="clicks the button the mock checker looks for, then done")
     registry.register("noop", noop, description="says done at once; fails every task")
     registry.register("scripted", scripted, description="plays actions per task id from --agent-script FILE")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_agentbench_register_audit_adapters(registry: AdapterRegistry) -> None:
+    def toy(config: pytest.Config | None) -> object:
+        from .audit.adapters.toy import ToyAdapter
+
+        return ToyAdapter()
+
+    def appworld(config: pytest.Config | None) -> object:
+        from .audit.adapters.appworld import AppWorldAdapter, AppWorldSetupError
+
+        python = config.getoption("appworld_python") if config is not None else None
+        root = config.getoption("appworld_root") if config is not None else None
+        if config is not None:
+            python = python or str(config.getini("agentbench_appworld_python")).strip() or None
+            root = root or str(config.getini("agentbench_appworld_root")).strip() or None
+        try:
+            return AppWorldAdapter.from_env(python=python, root=root)
+        except AppWorldSetupError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    registry.register("toy", toy, description="five synthetic tasks in memory; two checkers have a loophole")
+    registry.register("appworld", appworld, description="AppWorld in its own interpreter")
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -155,3 +193,22 @@ def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
     return record
 
 
+
+
+@pytest.fixture
+def audit_run(request: pytest.FixtureRequest) -> dict:
+    """Audits the item's task (once per task per process) during setup and returns this item's
+    run result. Runs that could not be judged (error, invalid control, no reference) fail here,
+    so pytest reports them as errors."""
+    from .audit.pytest_plugin import AUDIT_KEY, RUN_KEY
+
+    session = request.config.stash.get(AUDIT_KEY, None)
+    if session is None:
+        raise pytest.UsageError("the audit_run fixture needs --audit-verifier NAME")
+    run = session.run_for(request.node)
+    request.node.stash[RUN_KEY] = run
+    kind = run["run_class"]
+    if kind in ("not-delivered", "invalid", "no-reference"):
+        label = {"not-delivered": "error", "invalid": "invalid", "no-reference": "not audited"}[kind]
+        pytest.fail(f"{label}: {run.get('reason')}", pytrace=False)
+    return run

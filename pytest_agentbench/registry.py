@@ -58,3 +58,8 @@ class BenchmarkRegistry(_Registry["Benchmark"]):
 class AgentRegistry(_Registry["Agent"]):
     def __init__(self) -> None:
         super().__init__("agent")
+
+
+class AdapterRegistry(_Registry[Any]):
+    def __init__(self) -> None:
+        super().__init__("audit adapter")

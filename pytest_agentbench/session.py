@@ -134,7 +134,7 @@ class AgentbenchPlugin:
         if isinstance(collector, pytest.Session) and self.manifest is not None:
             if self.config.args_source != pytest.Config.ArgsSource.ARGS:
                 # No paths given: run the benchmarks only, not the project's own test files.
-                report.result = []
+                report.result = [r for r in report.result if getattr(r, "agentbench_suite", False)]
             report.result.extend(suites_for(collector, self.manifest.suites, self.known_failures))
         return report
 

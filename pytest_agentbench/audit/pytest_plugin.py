@@ -1,0 +1,369 @@
+"""The verifier audit as pytest items: ``audit/<bench>::<task_id>::<operator>``.
+
+The first item of a task to run audits the task once (one reference, one batch delivery of the
+control and the selected operators' runs); the task's other items read that result. Under xdist
+the items of one task are scheduled together (``--dist loadscope``), so each task is delivered once.
+
+| run class                     | pytest outcome | status word  |
+|-------------------------------|----------------|--------------|
+| killed                        | passed         | KILLED       |
+| equivalent                    | passed         | EQUIVALENT   |
+| false accept                  | failed         | FALSE-ACCEPT |
+| refused                       | skipped        | REFUSED      |
+| unconfirmed                   | skipped        | UNCONFIRMED  |
+| error (not delivered)         | error (setup)  | ERROR        |
+| invalid (the control failed)  | error (setup)  | ERROR        |
+| task not audited: no write    | skipped        | SKIPPED      |
+| task not audited: no reference| error (setup)  | ERROR        |
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..options import AuditSettings
+
+AUDIT_KEY = pytest.StashKey["AuditSession"]()
+ITEM_KEY = pytest.StashKey[tuple]()
+RUN_KEY = pytest.StashKey[dict]()
+WORKER_INPUT = "agentbench_audit"
+PROTOCOL = ("task_ids", "reference", "deliver")
+
+
+class AuditFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A false accept. Reads as pytest's ``Failed`` in reports."""
+
+    __module__ = "builtins"
+
+
+AuditFailed.__name__ = AuditFailed.__qualname__ = "Failed"
+
+
+def run_audit_item(audit_run: Any) -> None:
+    """The function of every audit item; ``AuditItem.runtest`` turns the run class into the outcome."""
+
+
+class AuditItem(pytest.Function):
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, 0, self.nodeid
+
+    def runtest(self) -> None:
+        super().runtest()
+        run = self.stash[RUN_KEY]
+        kind = run["run_class"]
+        if kind == "false-accept":
+            raise AuditFailed(str(run.get("summary") or run.get("reason")), pytrace=False)
+        if kind == "refused":
+            pytest.skip(f"refused: {run.get('reason')}")
+        if kind == "unconfirmed":
+            pytest.skip(f"unconfirmed: {run.get('reason')}")
+        if kind == "not-audited":
+            pytest.skip(f"not audited: {run.get('reason')}")
+
+
+class AuditTask(pytest.Collector):
+    def __init__(self, *args: Any, operators: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._operators = operators
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for operator in self._operators:
+            item = AuditItem.from_parent(self, name=operator, callobj=run_audit_item)
+            item.stash[ITEM_KEY] = (self.name, operator)
+            item.extra_keyword_matches.add("audit")
+            yield item
+
+
+class AuditSuite(pytest.Collector):
+    agentbench_suite = True
+
+    def __init__(self, *args: Any, tasks: tuple[str, ...] = (), operators: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tasks, self._operators = tasks, operators
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        for task_id in self._tasks:
+            yield AuditTask.from_parent(self, name=task_id, operators=self._operators)
+
+
+def _import_target(spec: str, config: pytest.Config) -> Any:
+    """``module:Attr``, importable from installed packages, the rootdir or the current folder."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise pytest.UsageError(f"--audit-verifier {spec!r}: use a registered name or module:Attr")
+    for folder in (str(config.rootpath), os.getcwd()):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        module = importlib.import_module(module_name)
+        target = module
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except Exception as exc:  # noqa: BLE001 - every import problem is a usage error naming the adapter
+        raise pytest.UsageError(f"cannot load audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
+    return target
+
+
+def _construct(target: Any, spec: str, config: pytest.Config) -> Any:
+    if not callable(target):
+        return target
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        params = {}
+    try:
+        return target(config=config) if "config" in params else target()
+    except pytest.UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise pytest.UsageError(f"cannot construct audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
+
+
+class AuditSession:
+    def __init__(self, config: pytest.Config, settings: AuditSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.adapter: Any = None
+        self.name = ""
+        self.task_ids: tuple[str, ...] = ()
+        self.results: dict[str, Any] = {}
+        self.payloads: list[dict[str, Any]] = []
+        self.started = time.perf_counter()
+        self.audit_seconds = 0.0
+
+    # -- resolution ----------------------------------------------------------------------------
+    def make_adapter(self) -> Any:
+        from ..registry import AdapterRegistry
+
+        spec = self.settings.verifier
+        registry = AdapterRegistry()
+        self.config.hook.pytest_agentbench_register_audit_adapters(registry=registry)
+        if spec in registry:
+            try:
+                adapter = registry.create(spec, self.config)
+            except pytest.UsageError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise pytest.UsageError(f"cannot construct audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
+        elif ":" in spec:
+            adapter = _construct(_import_target(spec, self.config), spec, self.config)
+        else:
+            raise pytest.UsageError(
+                f"unknown audit adapter {spec!r} in --audit-verifier; available: {', '.join(registry.names())}, "
+                "or module:Attr")
+        missing = [m for m in PROTOCOL if not callable(getattr(adapter, m, None))]
+        if missing:
+            raise pytest.UsageError(
+                f"audit adapter {spec!r} lacks {', '.join(missing)}(); an adapter needs name, ignore_fields, "
+                "policy, describe(), task_ids(split, limit), reference(task_id) and deliver(task_id, runs)")
+        return adapter
+
+    def _resolve_tasks(self) -> tuple[str, ...]:
+        settings, adapter = self.settings, self.adapter
+        if settings.task_ids:
+            has = getattr(adapter, "has_task", None)
+            if callable(has):
+                unknown = [t for t in settings.task_ids if not has(t)]
+            else:
+                known = set(adapter.task_ids(settings.split, None))
+                unknown = [t for t in settings.task_ids if t not in known]
+            if unknown:
+                raise pytest.UsageError(
+                    f"--audit-tasks {', '.join(map(repr, unknown))}: no such task in {self.name!r}; "
+                    "check the id (use --collect-only -q to list ids)")
+            return settings.task_ids
+        try:
+            ids = tuple(adapter.task_ids(settings.split, settings.limit))
+        except Exception as exc:  # noqa: BLE001
+            raise pytest.UsageError(f"audit adapter {self.name!r} could not list its tasks: {exc}") from None
+        if not ids:
+            raise pytest.UsageError(f"audit adapter {self.name!r} has no tasks (split {settings.split!r})")
+        return ids[: settings.limit] if settings.limit else ids
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        config = self.config
+        if hasattr(config, "workerinput"):
+            frozen = config.workerinput[WORKER_INPUT]  # type: ignore[attr-defined]
+            self.name, self.task_ids = frozen["name"], tuple(frozen["tasks"])
+            return
+        self.adapter = self.make_adapter()
+        self.name = str(getattr(self.adapter, "name", "") or self.settings.verifier)
+        self.task_ids = self._resolve_tasks()
+        for task_id in self.task_ids:
+            if "[" in task_id or "]" in task_id or "::" in task_id:
+                raise pytest.UsageError(f"audit task id {task_id!r} must not contain brackets or '::'")
+
+    def configure_node(self, node: Any) -> None:
+        """Called by AuditXdist on the controller: workers collect the controller's task list."""
+        node.workerinput[WORKER_INPUT] = {"name": self.name, "tasks": list(self.task_ids)}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        report = yield
+        if isinstance(collector, pytest.Session) and self.task_ids:
+            if self.config.args_source != pytest.Config.ArgsSource.ARGS:
+                report.result = [r for r in report.result if getattr(r, "agentbench_suite", False)]
+            report.result.append(AuditSuite.from_parent(
+                collector, name=self.name, nodeid=f"audit/{self.name}", tasks=self.task_ids,
+                operators=self.settings.operators))
+        return report
+
+    # -- running -------------------------------------------------------------------------------
+    def task_result(self, item: pytest.Item) -> Any:
+        from .engine import audit_task
+
+        task_id, _ = item.stash[ITEM_KEY]
+        if task_id not in self.results:
+            if self.adapter is None:
+                self.adapter = self.make_adapter()  # on a worker
+            # Only the operators of this task's selected items (after -k, -m, --lf) are delivered.
+            selected = [i.stash[ITEM_KEY][1] for i in item.session.items
+                        if isinstance(i, AuditItem) and i.stash[ITEM_KEY][0] == task_id]
+            operators = [op for op in self.settings.operators if op in selected]
+            self.results[task_id] = audit_task(self.adapter, task_id, operators, self.settings.ignore_fields)
+        return self.results[task_id]
+
+    def run_for(self, item: pytest.Item) -> dict[str, Any]:
+        task_id, operator = item.stash[ITEM_KEY]
+        task = self.task_result(item)
+        run = next((r for r in task.runs if r.operator == operator), None)
+        base = {"task_id": task_id, "operator": operator, "task_status": task.status, "task_reason": task.reason,
+                "task_seconds": round(task.seconds, 6), "control_verdict": task.control_verdict,
+                "benchmark": self.name}
+        if run is None:  # the task was not audited (no reference, no write)
+            kind = "not-audited" if task.status == "no-write" else "no-reference"
+            return {**base, "run_class": kind, "verdict": None, "shape": None, "reason": task.reason,
+                    "detail": {}, "tables": {}, "summary": ""}
+        return {**base, **run.to_dict()}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if isinstance(item, AuditItem) and RUN_KEY in item.stash:
+            if report.when == "call" or (report.when == "setup" and not report.passed):
+                report.agentbench_audit = item.stash[RUN_KEY]  # type: ignore[attr-defined]
+                if report.skipped and isinstance(report.longrepr, tuple):
+                    report.longrepr = (item.nodeid, None, report.longrepr[2])
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
+        run = getattr(report, "agentbench_audit", None)
+        if run is None or report.when != "call":
+            return None
+        words = {"killed": ("passed", ".", "KILLED"), "equivalent": ("passed", ".", "EQUIVALENT"),
+                 "false-accept": ("failed", "A", ("FALSE-ACCEPT", {"red": True, "bold": True})),
+                 "refused": ("skipped", "s", "REFUSED"), "unconfirmed": ("skipped", "s", "UNCONFIRMED")}
+        if hasattr(report, "wasxfail"):
+            return None
+        return words.get(run["run_class"])
+
+    # -- controller: summary and report file ---------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        run = getattr(report, "agentbench_audit", None)
+        if run is not None and (report.when == "call" or report.failed or report.skipped):
+            self.payloads.append(dict(run))
+
+    def _ordered(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        order = {t: i for i, t in enumerate(self.task_ids)}
+        ops = {o: i for i, o in enumerate(self.settings.operators)}
+        runs = sorted(self.payloads, key=lambda r: (order.get(r["task_id"], 1 << 30), ops.get(r["operator"], 99)))
+        tasks: dict[str, dict[str, Any]] = {}
+        for run in runs:
+            tasks.setdefault(run["task_id"], {"task_id": run["task_id"], "status": run["task_status"],
+                                              "reason": run["task_reason"], "seconds": run["task_seconds"],
+                                              "control_verdict": run["control_verdict"], "runs": []})
+            if run["run_class"] not in ("not-audited", "no-reference"):
+                tasks[run["task_id"]]["runs"].append(run)
+        return list(tasks.values()), [r for t in tasks.values() for r in t["runs"]]
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput") or not self.payloads or self.settings.out is None:
+            return
+        from .engine import SCHEMA
+        from .model import RUN_CLASS_TEXT
+        from .operators import OPERATOR_CLASS
+        from .report import by_operator
+
+        tasks, runs = self._ordered()
+        operators = [o for o in self.settings.operators if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
+        keys = ("equivalent", "false-accept", "invalid", "killed", "not-delivered", "refused", "unconfirmed")
+        counts = by_operator(runs, operators)
+        describe = getattr(self.adapter, "describe", None)
+        fields = ("task_id", "operator", "run_class", "verdict", "shape", "reason", "detail", "tables", "summary")
+        report = {
+            "schema": SCHEMA,
+            "benchmark": describe() if callable(describe) else {"name": self.name},
+            "ignore_fields": sorted({*getattr(self.adapter, "ignore_fields", ()), *self.settings.ignore_fields}),
+            "operators": [{"name": o, "class": OPERATOR_CLASS.get(o, "custom")} for o in operators],
+            "run_classes": dict(RUN_CLASS_TEXT),
+            "seconds": round(sum(t["seconds"] for t in tasks), 3),
+            "summary": {
+                "by_operator": {o: {k: counts[o].get(k, 0) for k in keys} for o in operators},
+                "false_accepts": sum(1 for r in runs if r["run_class"] == "false-accept"),
+                "tasks": len(tasks),
+                "tasks_audited": sum(1 for t in tasks if t["status"] in ("audited", "control-failed")),
+                "tasks_with_false_accept": sum(1 for t in tasks if any(r["run_class"] == "false-accept" for r in t["runs"])),
+            },
+            "tasks": [{**{k: t[k] for k in ("task_id", "status", "reason", "seconds", "control_verdict")},
+                       "runs": [{k: r.get(k) for k in fields} for r in t["runs"]]} for t in tasks],
+        }
+        path = self.settings.out
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            self.out_written = str(path)
+        except OSError as exc:
+            self.out_error = f"ERROR: could not write --audit-out {path}: {exc}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    out_written: str | None = None
+    out_error: str | None = None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput") or not self.payloads:
+            return
+        from .report import render
+
+        tasks, runs = self._ordered()
+        operators = [o for o in self.settings.operators if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
+        tr = terminalreporter
+        tr.write_sep("=", "verifier audit")
+        seconds = sum(t["seconds"] for t in tasks)
+        for line in render(self.name, tasks, runs, operators, seconds):
+            tr.write_line(line)
+        if self.out_written:
+            tr.write_line("")
+            tr.write_line(f"Full report: {self.out_written}")
+        if self.out_error:
+            tr.write_line(self.out_error, red=True, bold=True)
+
+
+class AuditXdist:
+    """Registered on the controller when xdist is present: keeps each task's items on one worker."""
+
+    def __init__(self, session: AuditSession) -> None:
+        self.session = session
+
+    def pytest_configure_node(self, node: Any) -> None:
+        self.session.configure_node(node)
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if getattr(config.option, "dist", "load") != "load":
+            return None  # the user chose a scheduler; loadscope or worksteal still work
+        from xdist.scheduler import LoadScopeScheduling
+
+        return LoadScopeScheduling(config, log)
