@@ -207,6 +207,10 @@ def audit_run(request: pytest.FixtureRequest) -> dict:
         raise pytest.UsageError("the audit_run fixture needs --audit-verifier NAME")
     run = session.run_for(request.node)
     request.node.stash[RUN_KEY] = run
+    request.node.user_properties.extend([
+        ("task_id", run["task_id"]), ("operator", run["operator"]), ("run_class", run["run_class"]),
+        ("diff", run.get("summary") or ""), ("reason", run.get("reason") or ""),
+    ])
     kind = run["run_class"]
     if kind in ("not-delivered", "invalid", "no-reference"):
         label = {"not-delivered": "error", "invalid": "invalid", "no-reference": "not audited"}[kind]

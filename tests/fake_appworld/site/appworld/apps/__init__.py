@@ -1,0 +1,1 @@
+"""FAKE AppWorld apps package (tests only)."""

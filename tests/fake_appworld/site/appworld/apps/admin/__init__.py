@@ -1,0 +1,1 @@
+"""FAKE AppWorld admin app (tests only)."""

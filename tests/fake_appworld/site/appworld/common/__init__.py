@@ -1,0 +1,1 @@
+"""FAKE AppWorld common package (tests only)."""
