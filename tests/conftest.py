@@ -23,7 +23,7 @@ for _module in pkgutil.walk_packages(pytest_agentbench.__path__, "pytest_agentbe
         pass
 
 # Plugins that may be installed on a developer machine and would only add noise to inner runs.
-QUIET = ("-p", "no:benchmark", "-p", "no:randomly")
+QUIET = ("-p", "no:benchmark", "-p", "no:randomly", "-p", "no:hypothesispytest")
 
 
 @pytest.fixture

@@ -103,6 +103,8 @@ def audit_task(
             results[operator] = RunResult(task_id, operator, "pending", detail=edit.detail)
             runs.append(Run(operator, edit.calls))
 
+    if len(runs) == 1:  # every operator refused: nothing to judge, so no delivery at all
+        return done(TaskResult(task_id, "audited", None, runs=[results[o] for o in operators]))
     try:
         delivered = {getattr(d, "run_id", None): d for d in adapter.deliver(task_id, runs)}
         delivery_error = None

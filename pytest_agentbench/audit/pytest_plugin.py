@@ -80,7 +80,7 @@ class AuditTask(pytest.Collector):
         for operator in self._operators:
             item = AuditItem.from_parent(self, name=operator, callobj=run_audit_item)
             item.stash[ITEM_KEY] = (self.name, operator)
-            item.extra_keyword_matches.add("audit")
+            item.add_marker("audit")
             yield item
 
 
@@ -137,7 +137,9 @@ class AuditSession:
         self.name = ""
         self.task_ids: tuple[str, ...] = ()
         self.results: dict[str, Any] = {}
-        self.payloads: list[dict[str, Any]] = []
+        # One entry per (task, operator): a run reported twice (``--dist each``, reruns) counts once.
+        self.payloads_by_run: dict[tuple[str, str], dict[str, Any]] = {}
+        self._operators_by_task: dict[str, list[str]] | None = None
         self.started = time.perf_counter()
         self.audit_seconds = 0.0
 
@@ -228,8 +230,13 @@ class AuditSession:
             if self.adapter is None:
                 self.adapter = self.make_adapter()  # on a worker
             # Only the operators of this task's selected items (after -k, -m, --lf) are delivered.
-            selected = [i.stash[ITEM_KEY][1] for i in item.session.items
-                        if isinstance(i, AuditItem) and i.stash[ITEM_KEY][0] == task_id]
+            if self._operators_by_task is None:
+                self._operators_by_task = {}
+                for other in item.session.items:
+                    if isinstance(other, AuditItem):
+                        task, op = other.stash[ITEM_KEY]
+                        self._operators_by_task.setdefault(task, []).append(op)
+            selected = set(self._operators_by_task.get(task_id, ()))
             operators = [op for op in self.settings.operators if op in selected]
             self.results[task_id] = audit_task(self.adapter, task_id, operators, self.settings.ignore_fields)
         return self.results[task_id]
@@ -274,7 +281,11 @@ class AuditSession:
             return
         run = getattr(report, "agentbench_audit", None)
         if run is not None and (report.when == "call" or report.failed or report.skipped):
-            self.payloads.append(dict(run))
+            self.payloads_by_run[(run["task_id"], run["operator"])] = dict(run)
+
+    @property
+    def payloads(self) -> list[dict[str, Any]]:
+        return list(self.payloads_by_run.values())
 
     def _ordered(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         order = {t: i for i, t in enumerate(self.task_ids)}
@@ -363,7 +374,9 @@ class AuditXdist:
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if getattr(config.option, "dist", "load") != "load":
-            return None  # the user chose a scheduler; loadscope or worksteal still work
+            # The user chose a scheduler. loadscope keeps a task together; with others (worksteal,
+            # each) a task whose items land on two workers is delivered on each (same results).
+            return None
         from xdist.scheduler import LoadScopeScheduling
 
         return LoadScopeScheduling(config, log)
