@@ -124,6 +124,20 @@ def child_env(pycache: Path | None) -> dict[str, str]:
     return env
 
 
+def prepare(keep_plugins: bool, no_bytecode_cache: bool, prefix: str):  # type: ignore[no-untyped-def]
+    """What every benchmark script sets up: the plugins to disable, the private bytecode cache, the
+    child environment and the machine facts. Returns (disabled, base_args, pycache, env, info)."""
+    disabled = [] if keep_plugins else foreign_plugins()
+    base_args = [a for name, _ in disabled for a in ("-p", f"no:{name}")]
+    pycache = None if no_bytecode_cache else Path(tempfile.mkdtemp(prefix=prefix))
+    env = child_env(pycache)
+    info = machine()
+    info["bytecode"] = ("cached under a private PYTHONPYCACHEPREFIX" if pycache is not None else
+                        "as the environment says" + (" (PYTHONDONTWRITEBYTECODE set: recompiled every run)"
+                                                     if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""))
+    return disabled, base_args, pycache, env, info
+
+
 def machine() -> dict[str, Any]:
     def version(dist: str) -> str | None:
         try:
@@ -363,15 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         parser.error("--repeat must be >= 1")
 
-    disabled = [] if args.keep_plugins else foreign_plugins()
-    base_args = [a for name, _ in disabled for a in ("-p", f"no:{name}")]
-    pycache = None if args.no_bytecode_cache else Path(tempfile.mkdtemp(prefix="agentbench-overhead-pycache-"))
-    env = child_env(pycache)
-    info = machine()
+    disabled, base_args, pycache, env, info = prepare(args.keep_plugins, args.no_bytecode_cache,
+                                                      "agentbench-overhead-pycache-")
     info["results_dir"] = str(args.results_dir) if args.results_dir else "inside each run's temp dir"
-    info["bytecode"] = ("cached under a private PYTHONPYCACHEPREFIX" if pycache is not None else
-                        "as the environment says" + (" (PYTHONDONTWRITEBYTECODE set: recompiled every run)"
-                                                     if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""))
     configs = [(kind, n) for n in [0, *sizes] for kind in ("mock", "bare")]
     samples: dict[tuple[str, int], list[dict[str, float]]] = {c: [] for c in configs}
     try:

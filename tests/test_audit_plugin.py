@@ -690,3 +690,17 @@ def test_audit_and_benchmark_suites_together(run):
     ids = [line for line in result.outlines if line.startswith(("audit/", "bench/"))]
     assert [i for i in ids if i.startswith("audit/")] == [f"audit/toy::{t}::{o}" for t in TASKS for o in OPERATORS]
     assert len([i for i in ids if i.startswith("bench/mock::")]) == 2
+
+
+def test_a_task_listing_error_is_a_usage_error_with_audit_tasks(run, pytester):
+    pytester.makepyfile(brokenlist='''
+from pytest_agentbench.audit.adapters.toy import ToyAdapter
+
+class Broken(ToyAdapter):
+    has_task = None
+    def task_ids(self, split=None, limit=None):
+        raise ConnectionError("index server down")
+''')
+    result = run("--audit-verifier=brokenlist:Broken", "--audit-tasks", "split-bill")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*audit adapter 'toy' could not list its tasks: index server down*"])

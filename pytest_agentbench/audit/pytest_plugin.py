@@ -26,7 +26,6 @@ import os
 import sys
 import time
 from collections.abc import Generator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,11 +173,14 @@ class AuditSession:
         settings, adapter = self.settings, self.adapter
         if settings.task_ids:
             has = getattr(adapter, "has_task", None)
-            if callable(has):
-                unknown = [t for t in settings.task_ids if not has(t)]
-            else:
-                known = set(adapter.task_ids(settings.split, None))
-                unknown = [t for t in settings.task_ids if t not in known]
+            try:
+                if callable(has):
+                    unknown = [t for t in settings.task_ids if not has(t)]
+                else:
+                    known = set(adapter.task_ids(settings.split, None))
+                    unknown = [t for t in settings.task_ids if t not in known]
+            except Exception as exc:  # noqa: BLE001
+                raise pytest.UsageError(f"audit adapter {self.name!r} could not list its tasks: {exc}") from None
             if unknown:
                 raise pytest.UsageError(
                     f"--audit-tasks {', '.join(map(repr, unknown))}: no such task in {self.name!r}; "
@@ -246,7 +248,7 @@ class AuditSession:
         task = self.task_result(item)
         run = next((r for r in task.runs if r.operator == operator), None)
         base = {"task_id": task_id, "operator": operator, "task_status": task.status, "task_reason": task.reason,
-                "task_seconds": round(task.seconds, 6), "control_verdict": task.control_verdict,
+                "task_seconds": round(task.seconds, 3), "control_verdict": task.control_verdict,
                 "benchmark": self.name}
         if run is None:  # the task was not audited (no reference, no write)
             kind = "not-audited" if task.status == "no-write" else "no-reference"
