@@ -62,6 +62,13 @@ class Benchmark(ABC):
     def evaluate(self, task: Task, final_action: Action | None) -> Verdict:
         """Score the end state with the benchmark's own checker."""
 
+    def agent_for(self, task: Task) -> Any:
+        """The agent this task must be played by, or None for the ``--agent`` agent.
+
+        Benchmarks whose tasks are (environment, agent) pairs, such as a comparison of arms,
+        return the task's own agent here."""
+        return None
+
     def close(self) -> None:
         """Release what the benchmark holds (servers, temporary files). Called once per process."""
 

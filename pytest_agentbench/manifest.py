@@ -82,7 +82,7 @@ def resolve(
     manifest = Manifest()
     wanted = list(dict.fromkeys(settings.task_ids))
     found: set[str] = set()
-    for name in settings.benchmarks:
+    for name in registry.episode_names(settings.benchmarks):
         entry = registry.get(name)
         try:
             bench = instances.get(name) or entry.factory(config)
@@ -120,7 +120,7 @@ def resolve(
             dumped = dumped[: settings.tasks]
         manifest.suites.append(Suite(name, dumped, entry.description))
     missing = [task_id for task_id in wanted if task_id not in found]
-    if missing:
+    if missing and registry.episode_names(settings.benchmarks):
         raise pytest.UsageError(
             f"--bench-task {', '.join(map(repr, missing))} matches no task of {', '.join(settings.benchmarks)}; "
             "check the id (use --collect-only -q to list ids)"

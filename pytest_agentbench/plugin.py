@@ -186,7 +186,8 @@ def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
 
     state = config_state(request.config)
     task = task_from_item(request.node)
-    record = state.play(request.node, task, state.benchmark(task.benchmark), agent)
+    bench = state.benchmark(task.benchmark)
+    record = state.play(request.node, task, bench, bench.agent_for(task) or agent)
     outcome = request.node.stash[OUTCOME_KEY]
     if outcome.kind == "error":
         pytest.fail(outcome.message, pytrace=False)

@@ -20,6 +20,9 @@ class Entry(Generic[T]):
     name: str
     factory: Callable[[pytest.Config | None], T]
     description: str = ""
+    #: "episodes": a Benchmark whose tasks are played by agents; "suite": a provider that
+    #: collects its own items (see BenchmarkRegistry.register_suite).
+    kind: str = "episodes"
 
 
 @dataclass
@@ -27,12 +30,12 @@ class _Registry(Generic[T]):
     kind: str
     entries: dict[str, Entry[T]] = field(default_factory=dict)
 
-    def register(self, name: str, factory: Callable[..., T], *, description: str = "") -> None:
+    def register(self, name: str, factory: Callable[..., T], *, description: str = "", kind: str = "episodes") -> None:
         """Add ``name``. A later registration under the same name replaces the earlier one, so a
         conftest.py can override a built-in."""
         if not name or not name.replace("-", "_").replace(".", "_").isidentifier():
             raise ValueError(f"{self.kind} name {name!r} must be a word (letters, digits, '-', '_')")
-        self.entries[name] = Entry(name, factory, description)
+        self.entries[name] = Entry(name, factory, description, kind)
 
     def names(self) -> list[str]:
         return sorted(self.entries)
@@ -53,6 +56,19 @@ class _Registry(Generic[T]):
 class BenchmarkRegistry(_Registry["Benchmark"]):
     def __init__(self) -> None:
         super().__init__("benchmark")
+
+    def register_suite(self, name: str, factory: Callable[..., Any], *, description: str = "") -> None:
+        """Register a benchmark that is not a set of agent episodes (a reward scan, say).
+
+        ``factory(config)`` returns a provider with ``collect(session) -> pytest.Collector`` (node id
+        ``bench/<name>``); the provider is also registered as a pytest plugin, so it can implement
+        hooks such as ``pytest_terminal_summary``. It is created in every process (controller and
+        xdist workers) and must collect the same items in each.
+        """
+        self.register(name, factory, description=description, kind="suite")
+
+    def episode_names(self, names: list[str] | tuple[str, ...]) -> list[str]:
+        return [n for n in names if n in self.entries and self.entries[n].kind == "episodes"]
 
 
 class AgentRegistry(_Registry["Agent"]):

@@ -48,6 +48,7 @@ class AgentbenchPlugin:
         self.known_failures: dict[str, str] = {}
         self.run_folder: RunFolder | None = None
         self.benchmarks: dict[str, Benchmark] = {}
+        self.suites: dict[str, Any] = {}
         self._agent: Agent | None = None
         self._bench_registry: BenchmarkRegistry | None = None
         self._agent_registry: AgentRegistry | None = None
@@ -117,10 +118,27 @@ class AgentbenchPlugin:
                     raise pytest.UsageError(f"--baseline: {exc}") from None
             # Fail fast on a bad --agent (unknown name, missing API key) before anything starts.
             self.make_agent().close()
+        self._start_suites()
         for suite in self.manifest.suites:
             self._register_marker(suite.name, f"tasks of benchmark {suite.name}")
             for domain in sorted({t.get("domain", "default") for t in suite.tasks}):
                 self._register_marker(domain, f"tasks in domain {domain}")
+
+    def _start_suites(self) -> None:
+        """Create the suite providers (benchmarks that collect their own items) in this process."""
+        registry = self.bench_registry
+        for name in self.settings.benchmarks:
+            entry = registry.entries.get(name)
+            if entry is None or entry.kind != "suite" or name in self.suites:
+                continue
+            try:
+                provider = entry.factory(self.config)
+            except pytest.UsageError:
+                raise
+            except (ValueError, KeyError, OSError) as exc:
+                raise pytest.UsageError(f"benchmark {name!r} could not start: {exc}") from None
+            self.suites[name] = provider
+            self.config.pluginmanager.register(provider, f"agentbench-suite-{name}")
 
     def _register_marker(self, name: str, text: str) -> None:
         line = f"{name}: {text} (pytest-agentbench)"
@@ -136,6 +154,8 @@ class AgentbenchPlugin:
                 # No paths given: run the benchmarks only, not the project's own test files.
                 report.result = [r for r in report.result if getattr(r, "agentbench_suite", False)]
             report.result.extend(suites_for(collector, self.manifest.suites, self.known_failures))
+            for provider in self.suites.values():
+                report.result.append(provider.collect(collector))
         return report
 
     # -- per-process objects -------------------------------------------------------------------

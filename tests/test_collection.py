@@ -133,3 +133,57 @@ def pytest_agentbench_register_benchmarks(registry):
     # --tasks applies per benchmark; mock spreads its tasks over domains like the reference tool.
     assert ids == ["bench/tiny::a::t0", "bench/tiny::a::t2", "bench/mock::chrome::mock_chrome_001",
                    "bench/mock::clock::mock_clock_001"]
+
+
+SUITE_PROVIDER = """
+import pytest
+
+def check(value):
+    assert value % 2 == 0, f"{value} is odd"
+
+class Numbers(pytest.Collector):
+    def collect(self):
+        for value in range(4):
+            yield pytest.Function.from_parent(self, name=f"n{value}", callobj=lambda value=value: check(value))
+
+class Provider:
+    def collect(self, session):
+        return Numbers.from_parent(session, name="numbers", nodeid="bench/numbers")
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.write_line("NUMBERS SUMMARY")
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register_suite("numbers", lambda config: Provider(), description="four items")
+"""
+
+
+def test_a_suite_benchmark_collects_its_own_items(run, pytester):
+    pytester.makeconftest(SUITE_PROVIDER)
+    result = run("--bench=numbers", "--bench=mock", "--tasks", "1", "-v")
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines(["*bench/numbers::n1 FAILED*", "NUMBERS SUMMARY"])
+    alone = run("--bench=numbers")
+    assert "Evaluation Results" not in alone.stdout.str()
+
+
+def test_a_benchmark_can_name_the_agent_of_each_task(run, pytester):
+    pytester.makeconftest(
+        """
+from pytest_agentbench import Action, Agent, MockBenchmark
+
+class Quitter(Agent):
+    name = "quitter"
+    def act(self, observation, task, history=None):
+        return Action(type="done")
+
+class Arms(MockBenchmark):
+    name = "arms"
+    def agent_for(self, task):
+        return Quitter() if task.domain == "clock" else None
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register("arms", lambda config: Arms())
+"""
+    )
+    result = run("--bench=arms", "--tasks", "3")
+    result.assert_outcomes(passed=2, failed=1)

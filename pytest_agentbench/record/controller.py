@@ -74,6 +74,8 @@ class RunController:
         if folder is None:
             return
         self.file_errors.extend(self.state.writer.flush())
+        if not self.records and self.state.manifest is not None and not self.state.manifest.suites:
+            return  # only suite benchmarks ran: they report for themselves
         attempts = [m.attempt_from_result(r) for r in self.records]
         overall = m.metrics(attempts)
         settings = self.state.settings
