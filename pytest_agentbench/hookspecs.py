@@ -44,6 +44,11 @@ def pytest_agentbench_verdict_to_outcome(record: EpisodeRecord, item: pytest.Ite
     """Decide the pytest outcome of one episode. Return None to keep the built-in mapping."""
 
 
+def pytest_agentbench_terminal_summary(terminalreporter: Any, records: list[dict[str, Any]]) -> None:
+    """Print a benchmark's own tables after the run's summary. ``records`` are the run's
+    results.jsonl records (controller only)."""
+
+
 def pytest_agentbench_episode_finished(record: EpisodeRecord, item: pytest.Item, payload: dict[str, Any]) -> None:
     """Observe a finished episode. ``payload`` is the JSON record that goes to ``results.jsonl``;
     implementations may add JSON-plain keys under ``payload["extra"]``."""

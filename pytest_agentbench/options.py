@@ -233,3 +233,31 @@ def audit_settings_from_config(config: pytest.Config) -> AuditSettings:
         appworld_python=config.getoption("appworld_python") or str(config.getini("agentbench_appworld_python")).strip() or None,
         appworld_root=config.getoption("appworld_root") or str(config.getini("agentbench_appworld_root")).strip() or None,
     )
+
+
+def add_mockmed_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentbench-mockmed", "MockMed UI-change benchmark (pytest-agentbench)")
+    group.addoption("--mockmed-condition", action="append", default=None, metavar="LIST",
+                    help="conditions to run: clean, theme, rename (default: all).")
+    group.addoption("--mockmed-arm", action="append", default=None, metavar="LIST",
+                    help="arms to run: compiled, by-position, by-name (default: all).")
+    group.addoption("--mockmed-runs", type=_positive_int("--mockmed-runs"), default=None, metavar="N",
+                    help="runs per condition and arm (default: 3).")
+    group.addoption("--mockmed-driver", default=None, choices=("headless", "browser"),
+                    help="headless (HTML to tree and pillow screenshot, default) or browser (Chromium via Playwright).")
+    group.addoption("--mockmed-workflow", default=None, metavar="PATH",
+                    help="the compiled workflow for the compiled-replay arm; recorded on clean and written "
+                         "there when the file does not exist.")
+
+
+def add_extradup_options(parser: pytest.Parser) -> None:
+    """``--reward module:callable`` (repeatable) and the ini key ``agentbench_reward``.
+    Safe to call twice (a conftest and the plugin)."""
+    group = parser.getgroup("agentbench", "agent benchmarks (pytest-agentbench)")
+    if not any("--reward" in opt.names() for opt in group.options):
+        group.addoption("--reward", dest="agentbench_reward", action="append", default=None,
+                        metavar="MODULE:CALLABLE",
+                        help="extradup: also score this reward, reward(evidence) -> bool | float | None, "
+                             "importable from the rootdir (repeatable).")
+    if "agentbench_reward" not in getattr(parser, "_inidict", {}):
+        parser.addini("agentbench_reward", "extradup rewards to score (as --reward)", type="args", default=[])

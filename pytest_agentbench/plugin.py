@@ -28,6 +28,18 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.addoption(parser)
     options.add_audit_options(parser)
+    options.add_mockmed_options(parser)
+    options.add_extradup_options(parser)
+
+
+def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[dict]) -> None:
+    mockmed = [r for r in records if r.get("benchmark") == "mockmed"]
+    if mockmed:
+        from .benches.mockmed.report import render
+
+        terminalreporter.write_line("")  # type: ignore[attr-defined]
+        for line in render(mockmed):
+            terminalreporter.write_line(line)  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(trylast=True)
@@ -76,7 +88,28 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 
         return MockBenchmark()
 
+    def mockmed(config: pytest.Config | None) -> Benchmark:
+        from .benches.mockmed.bench import ARMS, CONDITIONS, MockMedBenchmark
+
+        def listed(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+            raw = config.getoption(name) if config is not None else None
+            values = [v.strip() for text in (raw or []) for v in str(text).split(",") if v.strip()]
+            return tuple(dict.fromkeys(values)) or default
+
+        runs = config.getoption("mockmed_runs") if config is not None else None
+        driver = config.getoption("mockmed_driver") if config is not None else None
+        workflow = config.getoption("mockmed_workflow") if config is not None else None
+        return MockMedBenchmark(listed("mockmed_condition", CONDITIONS), listed("mockmed_arm", ARMS),
+                                runs or 3, driver or "headless", workflow)
+
     registry.register("mock", mock, description="offline synthetic window; tests the harness, no VM or key")
+    registry.register("mockmed", mockmed, description="a local medical-records web app: does a workflow survive a UI change?")
+    def extradup(config: pytest.Config | None) -> object:
+        from .benches.extradup import make_provider
+
+        return make_provider(config)
+
+    registry.register_suite("extradup", extradup, description="does a reward pay for wrong writes? (MockMed records)")
 
 
 @pytest.hookimpl(tryfirst=True)

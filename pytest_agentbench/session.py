@@ -104,9 +104,12 @@ class AgentbenchPlugin:
         config = self.config
         if is_worker(config):
             data = config.workerinput  # type: ignore[attr-defined]
-            self.manifest = Manifest.read(data[MANIFEST_INPUT])
+            if MANIFEST_INPUT in data:
+                self.manifest = Manifest.read(data[MANIFEST_INPUT])
+                self.run_folder = RunFolder(data[RUNFOLDER_INPUT])
+            else:  # the controller had no episodes to play (only suite benchmarks)
+                self.manifest = Manifest()
             self.known_failures = dict(data.get("agentbench_known", {}))
-            self.run_folder = RunFolder(data[RUNFOLDER_INPUT])
         else:
             self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
             if self.settings.baseline is not None:

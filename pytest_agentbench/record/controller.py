@@ -44,8 +44,8 @@ class RunController:
 
         config = session.config
         settings = self.state.settings
-        if config.option.collectonly or self.state.manifest is None:
-            return
+        if config.option.collectonly or self.state.manifest is None or not self.state.manifest.suites:
+            return  # nothing to play (only suite benchmarks, which keep their own records)
         name = settings.run_name or default_run_name(settings.benchmarks, settings.agent)
         try:
             folder = RunFolder.create(settings.results_dir, name)
@@ -135,6 +135,7 @@ class RunController:
                 tr.write_line(line)
         folder = self.state.run_folder
         assert folder is not None
+        self.state.config.hook.pytest_agentbench_terminal_summary(terminalreporter=tr, records=list(self.records))
         tr.write_line("")
         tr.write_line(f"Results saved to: {folder.path}")
         tr.write_line(f"View them with:   {folder.viewer_path}")

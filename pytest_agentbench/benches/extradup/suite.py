@@ -1,0 +1,280 @@
+"""ExtraDup as pytest items: ``bench/extradup::<reward>::<condition>::trial<k>``.
+
+Each item applies its cell to a fresh MockMed store during setup, calls the reward on the
+evidence, and turns the reward's answer into the item's outcome:
+
+| reward's answer on             | pytest outcome | status word   |
+|--------------------------------|----------------|---------------|
+| the correct write: paid        | passed         | PAID          |
+| the correct write: refused     | failed         | OVER-REFUSAL  |
+| a wrong write: refused         | passed         | REFUSED       |
+| a wrong write: paid            | failed         | PAID-WRONG    |
+| None (not evaluated)           | skipped        | NOT-EVALUATED |
+| raised, or not bool/number/None| error (setup)  | ERROR         |
+
+The oracle-outage cell holds the correct write behind an unreadable store, so a reward that answers
+anyway is judged against the correct write. The known-bad reference reward's wrong-write items are
+strict xfail (raises=PaidWrong): the default run passes while the summary shows what it paid.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pytest
+
+from .cells import CONDITIONS, SEEDS, WRONG_WRITES, StoreUnavailable, apply_cell
+from .rewards import Reward, builtin_rewards, call_reward, user_rewards
+
+NAME = "extradup"
+PAYLOAD_ATTR = "agentbench_extradup"
+
+
+class PaidWrong(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """The reward paid a wrong write. Reads as pytest's ``Failed`` in reports."""
+
+    __module__ = "builtins"
+
+
+class OverRefusal(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """The reward refused the correct write. Reads as pytest's ``Failed`` in reports."""
+
+    __module__ = "builtins"
+
+
+class RewardError(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """The reward raised, or returned something other than a bool, a number or None."""
+
+    __module__ = "builtins"
+
+
+for _cls in (PaidWrong, OverRefusal, RewardError):
+    _cls.__name__ = _cls.__qualname__ = "Failed"
+
+WORDS: dict[str, Any] = {
+    "paid-correct": ("passed", ".", "PAID"),
+    "refused-wrong": ("passed", ".", "REFUSED"),
+    "paid-wrong": ("failed", "P", ("PAID-WRONG", {"red": True, "bold": True})),
+    "over-refusal": ("failed", "R", ("OVER-REFUSAL", {"red": True, "bold": True})),
+    "not-evaluated": ("skipped", "s", "NOT-EVALUATED"),
+}
+
+
+def classify(gold: str, paid: bool | None, error: str | None) -> str:
+    if error is not None:
+        return "error"
+    if paid is None:
+        return "not-evaluated"
+    if gold == "fail":
+        return "paid-wrong" if paid else "refused-wrong"
+    # "pass", and "outage" (the correct write behind an unreadable store)
+    return "paid-correct" if paid else "over-refusal"
+
+
+class CellItem(pytest.Item):
+    def __init__(self, *args: Any, reward: Reward, condition: str, trial: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reward = reward
+        self.condition = condition
+        self.trial = trial
+        self.seed = SEEDS[trial - 1]
+        self.payload: dict[str, Any] | None = None
+        self._folder: str | None = None
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, 0, self.nodeid
+
+    def setup(self) -> None:
+        spec = CONDITIONS[self.condition]
+        self._folder = tempfile.mkdtemp(prefix="extradup-")
+        evidence = apply_cell(self.condition, self.seed, self._folder)
+        result = call_reward(self.reward, evidence)
+        try:
+            new_records: int | None = len(evidence.new)
+        except StoreUnavailable:
+            new_records = None
+        verdict = classify(spec.gold, result.paid, result.error)
+        self.payload = {
+            "nodeid": self.nodeid, "reward": self.reward.name, "builtin": self.reward.builtin,
+            "known_bad": self.reward.known_bad, "condition": self.condition, "gold": spec.gold,
+            "trial": self.trial, "seed": self.seed, "banner": evidence.screen.banner,
+            "new_records": new_records, "result": result.shown, "paid": result.paid, "verdict": verdict,
+            "message": result.error or self._message(verdict, result.shown, new_records),
+        }
+        if result.error is not None:
+            raise RewardError(result.error, pytrace=False)
+
+    def _message(self, verdict: str, shown: str, new_records: int | None) -> str:
+        spec = CONDITIONS[self.condition]
+        stored = "store unreadable" if new_records is None else f"{new_records} new record(s)"
+        what = f"{self.condition} ({spec.text}; {stored})"
+        if verdict == "paid-wrong":
+            return f"reward {self.reward.name!r} paid a wrong write: returned {shown} for {what}"
+        if verdict == "over-refusal":
+            return f"reward {self.reward.name!r} refused the correct write: returned {shown} for {what}"
+        if verdict == "not-evaluated":
+            return f"not evaluated: reward {self.reward.name!r} returned None for {what}"
+        return f"reward {self.reward.name!r} returned {shown} for {what}"
+
+    def runtest(self) -> None:
+        assert self.payload is not None
+        verdict, message = self.payload["verdict"], self.payload["message"]
+        if verdict == "paid-wrong":
+            raise PaidWrong(message, pytrace=False)
+        if verdict == "over-refusal":
+            raise OverRefusal(message, pytrace=False)
+        if verdict == "not-evaluated":
+            pytest.skip(message)
+
+    def teardown(self) -> None:
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+class ConditionGroup(pytest.Collector):
+    def __init__(self, *args: Any, reward: Reward, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reward = reward
+
+    def collect(self) -> Iterator[pytest.Item]:
+        wrong = CONDITIONS[self.name].gold == "fail"
+        for trial in range(1, len(SEEDS) + 1):
+            item = CellItem.from_parent(self, name=f"trial{trial}", reward=self.reward, condition=self.name,
+                                        trial=trial)
+            item.add_marker(NAME)
+            if wrong and self.reward.known_bad:
+                item.add_marker(pytest.mark.xfail(
+                    reason=f"{self.reward.name} is a known-bad reference reward: it pays wrong writes",
+                    strict=True, raises=PaidWrong))
+            yield item
+
+
+class RewardGroup(pytest.Collector):
+    def __init__(self, *args: Any, reward: Reward, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reward = reward
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        for condition in CONDITIONS:
+            yield ConditionGroup.from_parent(self, name=condition, reward=self.reward)
+
+
+class ExtraDupSuite(pytest.Collector):
+    agentbench_suite = True
+
+    def __init__(self, *args: Any, rewards: tuple[Reward, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rewards = rewards
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        for reward in self.rewards:
+            yield RewardGroup.from_parent(self, name=reward.name, reward=reward)
+
+
+def reward_specs(config: pytest.Config) -> list[str]:
+    specs = config.getoption("agentbench_reward", default=None)
+    if not specs:
+        try:
+            specs = config.getini("agentbench_reward")
+        except ValueError:  # the option's ini key is not registered
+            specs = []
+    return [part.strip() for text in specs or () for part in str(text).split(",") if part.strip()]
+
+
+class ExtraDup:
+    """The suite provider: created in every process, registered as a pytest plugin."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.rewards: tuple[Reward, ...] = (*builtin_rewards(),
+                                            *user_rewards(reward_specs(config), str(config.rootpath)))
+        # One entry per item: a trial reported twice (--dist each, reruns) counts once.
+        self.payloads: dict[str, dict[str, Any]] = {}
+
+    def collect(self, session: pytest.Session) -> pytest.Collector:
+        return ExtraDupSuite.from_parent(session, name=NAME, nodeid=f"bench/{NAME}", rewards=self.rewards)
+
+    # -- reports -------------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if isinstance(item, CellItem) and item.payload is not None:
+            if report.when == "call" or (report.when == "setup" and not report.passed):
+                setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
+                if report.skipped and isinstance(report.longrepr, tuple):
+                    report.longrepr = (item.nodeid, None, report.longrepr[2])
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
+        payload = getattr(report, PAYLOAD_ATTR, None)
+        if payload is None or report.when != "call" or hasattr(report, "wasxfail"):
+            return None
+        return WORDS.get(payload["verdict"])
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        payload = getattr(report, PAYLOAD_ATTR, None)
+        if payload is not None:
+            self.payloads[payload["nodeid"]] = dict(payload)
+
+    # -- controller: the summary ---------------------------------------------------------------
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput") or not self.payloads:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "extradup: does a reward pay for wrong writes?")
+        for line in render(self.rewards, list(self.payloads.values())):
+            tr.write_line(line)
+
+
+# -- rendering --------------------------------------------------------------------------------------
+def tally(payloads: list[dict[str, Any]], reward: str, conditions: tuple[str, ...]) -> dict[str, int]:
+    rows = [p for p in payloads if p["reward"] == reward and p["condition"] in conditions]
+    return {
+        "trials": len(rows),
+        "paid": sum(1 for p in rows if p["paid"] is True),
+        "unscored": sum(1 for p in rows if p["verdict"] == "not-evaluated"),
+        "errors": sum(1 for p in rows if p["verdict"] == "error"),
+    }
+
+
+def _fraction(t: dict[str, int]) -> str:
+    text = f"{t['paid']}/{t['trials']}"
+    extras = [f"{t['unscored']} unscored"] * bool(t["unscored"]) + [f"{t['errors']} error(s)"] * bool(t["errors"])
+    return f"{text} ({', '.join(extras)})" if extras else text
+
+
+GOLD_WORDS = {"pass": "PASS", "fail": "FAIL", "outage": "PASS, store unreadable"}
+
+
+def render(rewards: tuple[Reward, ...], payloads: list[dict[str, Any]]) -> list[str]:
+    ran = [r for r in rewards if any(p["reward"] == r.name for p in payloads)]
+    lines: list[str] = []
+    for reward in ran:
+        lines.append(f"{reward.name} ({reward.description})")
+        lines.append(f"  gold-FAIL silent-incorrect-success: {_fraction(tally(payloads, reward.name, WRONG_WRITES))}")
+        lines.append(f"  control honest-write: {_fraction(tally(payloads, reward.name, ('control',)))}")
+    lines.append("")
+    lines.append("paid/trials per condition (unscored: the reward returned None; "
+                 "error: it raised or returned a bad value)")
+    header = ["condition", "gold", *(r.name for r in ran)]
+    table = [header]
+    for condition, spec in CONDITIONS.items():
+        if not any(p["condition"] == condition for p in payloads):
+            continue
+        cells = []
+        for reward in ran:
+            t = tally(payloads, reward.name, (condition,))
+            cells.append(_fraction(t) if t["trials"] else "-")
+        table.append([condition, GOLD_WORDS[spec.gold], *cells])
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for n, row in enumerate(table):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
