@@ -9,6 +9,7 @@ import pkgutil
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import pytest_agentbench
@@ -16,6 +17,12 @@ import pytest_agentbench
 # pytester's in-process runs drop the modules a run imported when it ends; a class imported by an
 # inner conftest would then differ from the one the plugin checks against in the next run. Importing
 # the whole package here keeps one copy of every module for the whole test session.
+# The same for httpx: its transport maps httpcore's exceptions through classes it loads on first
+# use, so one refused loopback request here loads them before any inner run can drop them.
+try:
+    httpx.get("http://127.0.0.1:9/", timeout=0.5)
+except httpx.HTTPError:
+    pass
 for _module in pkgutil.walk_packages(pytest_agentbench.__path__, "pytest_agentbench."):
     try:
         importlib.import_module(_module.name)
@@ -109,3 +116,32 @@ def pytest_agentbench_register_benchmarks(registry):
 def pytest_agentbench_register_agents(registry):
     registry.register("outcome-agent", lambda config: OutcomeAgent())
 '''
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--no-first-run"]
+
+
+def browser_unavailable(reason: str) -> None:
+    """Skip a browser test here, but fail it in CI, which must install Debian's chromium."""
+    import os
+
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI is set, and CI must install it, so this fails instead of skipping")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's, never a downloaded one) through Playwright, one per module."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        browser_unavailable("browser tests need the playwright package (pip install playwright)")
+    if not CHROMIUM.exists():
+        browser_unavailable(f"browser tests need Chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()

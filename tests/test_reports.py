@@ -146,7 +146,7 @@ def test_xdist_writes_each_record_once_and_matches_in_process(run_sub, pytester)
     xdist = run_sub(*args, "-n", "2", "--run-name", "x", "--junitxml=x.xml")
     xdist.assert_outcomes(passed=5, failed=1)
     assert "Different tests were collected" not in xdist.stdout.str() + xdist.stderr.str()
-    single = run_sub(*args, "--run-name", "single")
+    run_sub(*args, "--run-name", "single")
     base = pytester.path / "benchmark_results"
 
     def table(name):

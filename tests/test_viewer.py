@@ -28,11 +28,6 @@ from conftest import OUTCOME_BENCH, only_run_folder, results
 from pytest_agentbench.record.runfolder import RunFolder
 from pytest_agentbench.record.viewer import main, write_viewer
 
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--no-first-run",
-]
 XSS = "</script><script>alert(1)</script>"
 MOCK = ("--bench=mock", "--tasks", "3", "--screenshots=on")
 
@@ -60,24 +55,6 @@ def pytest_agentbench_register_benchmarks(registry):
 '''
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI is set, and CI must install it, so this fails instead of skipping")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the viewer tests need the playwright package (pip install playwright)")
-    if not CHROMIUM.exists():
-        _unavailable(f"the viewer tests need Chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @dataclass

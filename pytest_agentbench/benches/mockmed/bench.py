@@ -62,7 +62,7 @@ class MockMedBenchmark(Benchmark):
                         raw["expect_fail"] = (f"the {arm} script finds buttons by label, and {condition} "
                                               "renames them: it is expected to stop before writing")
                     tasks.append(Task(
-                        task_id=f"{arm}-run{run}", domain=condition, benchmark=self.name, time_limit_steps=30,
+                        task_id=f"{condition}-{arm}-run{run}", domain=condition, benchmark=self.name, time_limit_steps=30,
                         instruction=f"Record a {GOLD_TYPE} encounter for Jane Sample with the note {GOLD_NOTE!r}.",
                         tags=[arm], raw_config=raw))
         return tasks

@@ -12,7 +12,8 @@ CONDITION_ORDER = ("clean", "theme", "rename")
 
 
 def arm_of(task_id: str) -> str:
-    return task_id.rsplit("-run", 1)[0]
+    """``rename-by-name-run2`` -> ``by-name``."""
+    return task_id.split("-", 1)[1].rsplit("-run", 1)[0]
 
 
 def render(records: Sequence[Mapping[str, Any]]) -> list[str]:
