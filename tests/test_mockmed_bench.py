@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import only_run_folder, results
+from conftest import CHROMIUM, browser_unavailable, only_run_folder, results
 
 EXPECTED_TABLE = [
     "Condition     Compiled replay  Script, by position  Script, by name",
@@ -93,3 +93,16 @@ def pytest_agentbench_register_benchmarks(registry):
     result = run("--bench=mockmed")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*wrong write: Triage for p2*", "wrong writes: 1: *"])
+
+
+def test_the_browser_driver_gives_the_same_result(run_sub):
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        browser_unavailable("the browser driver needs the playwright package (pip install playwright)")
+    if not CHROMIUM.exists():
+        browser_unavailable(f"the browser driver needs Chromium at {CHROMIUM} (apt-get install chromium)")
+    result = run_sub("--bench=mockmed", "--mockmed-driver", "browser", "--mockmed-condition", "rename",
+                 "--mockmed-runs", "1")
+    result.assert_outcomes(passed=1, xfailed=2)
+    result.stdout.fnmatch_lines(["rename        1/1              0/1                  0/1"])
