@@ -496,7 +496,7 @@ class MockMedServer:
             raise
         self.host, self.port = self._server.server_address[:2]
         self.url = f"http://{self.host}:{self.port}/"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.005},
                                         name=f"mockmed-{self.port}", daemon=True)
         self._thread.start()
         self._stopped = False

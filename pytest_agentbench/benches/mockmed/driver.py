@@ -1128,7 +1128,10 @@ class HeadlessDriver:
 
         self.base_url = base_url
         self.viewport = (int(viewport[0]), int(viewport[1]))
-        self._client = client if client is not None else httpx.Client(follow_redirects=True, timeout=timeout)
+        # A plain-HTTP app needs no TLS context; building one costs more than a whole episode.
+        plain = str(base_url).startswith("http://")
+        self._client = client if client is not None else httpx.Client(
+            follow_redirects=True, timeout=timeout, **({"verify": False} if plain else {}))
         self._own_client = client is None
         self._page: _Page | None = None
         self._focus: Element | None = None
