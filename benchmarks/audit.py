@@ -53,6 +53,7 @@ from overhead import (  # noqa: E402 - a sibling script, not a package
     _children_cpu,
     _finite,
     prepare,
+    print_table,
     timed_run,
 )
 
@@ -390,20 +391,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.check and not ok_toy:
         return 1
     return 0
-
-
-def print_table(rows: list[tuple[Any, ...]]) -> None:
-    def cell(value: Any) -> str:
-        if isinstance(value, float):
-            return "-" if value != value else f"{value:.3f}"
-        return str(value)
-
-    text = [[cell(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in text) for i in range(len(text[0]))]
-    for i, row in enumerate(text):
-        print("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            print("   " + "  ".join("-" * w for w in widths))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ from overhead import (  # noqa: E402 - a sibling script, not a package
     _children_cpu,
     _finite,
     prepare,
+    print_table,
     timed_run,
 )
 
@@ -176,20 +177,6 @@ def arm_figures(samples: list[dict[str, Any]]) -> dict[str, Any]:
     steps = {a: med([float(i["steps"] or 0) for i in items if i["arm"] == a and i["condition"] == "clean"]) for a in ARMS}
     return {"median_s": median_s, "ratio": ratio, "ratio_clean_per_repeat": per_repeat,
             "recording_s": med(recording), "steps_clean": steps, "samples_per_arm": len(times(("compiled",), CONDITIONS))}
-
-
-def print_table(rows: list[tuple[Any, ...]]) -> None:
-    def cell(value: Any) -> str:
-        if isinstance(value, float):
-            return "-" if value != value else f"{value:.3f}"
-        return str(value)
-
-    text = [[cell(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in text) for i in range(len(text[0]))]
-    for i, row in enumerate(text):
-        print("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            print("   " + "  ".join("-" * w for w in widths))
 
 
 def report(title: str, samples: list[dict[str, Any]], empty: list[dict[str, Any]], bare: list[dict[str, float]],

@@ -124,6 +124,22 @@ def child_env(pycache: Path | None) -> dict[str, str]:
     return env
 
 
+def print_table(rows: list[tuple[Any, ...]]) -> None:
+    """A left-aligned first column, right-aligned figures, a rule under the header."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return "-" if value != value else f"{value:.3f}"
+        return str(value)
+
+    text = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in text) for i in range(len(text[0]))]
+    for i, row in enumerate(text):
+        print("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            print("   " + "  ".join("-" * w for w in widths))
+
+
 def prepare(keep_plugins: bool, no_bytecode_cache: bool, prefix: str):  # type: ignore[no-untyped-def]
     """What every benchmark script sets up: the plugins to disable, the private bytecode cache, the
     child environment and the machine facts. Returns (disabled, base_args, pycache, env, info)."""
