@@ -250,6 +250,36 @@ def add_mockmed_options(parser: pytest.Parser) -> None:
                          "there when the file does not exist.")
 
 
+def waa_ready_timeout(text: str) -> float:
+    """``--waa-ready-timeout``: a finite number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--waa-ready-timeout must be a number of seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"--waa-ready-timeout must be a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def add_waa_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentbench-waa", "Windows Agent Arena (pytest-agentbench)")
+    group.addoption("--waa-examples", default=None, metavar="PATH",
+                    help="WAA's evaluation_examples_windows folder (or its examples/ folder): "
+                         "tasks are examples/<domain>/<id>.json.")
+    group.addoption("--waa-index", default=None, metavar="all|small|PATH",
+                    help="which tasks: all (test_all.json, default), small (test_small.json) or an index "
+                         "file {domain: [id, ...]}.")
+    group.addoption("--waa-server", default=None, metavar="URL",
+                    help="the WAA server (default: http://localhost:5001).")
+    group.addoption("--waa-evaluate-url", default=None, metavar="URL",
+                    help="the evaluate server that scores tasks (default: the --waa-server URL).")
+    group.addoption("--waa-ready-timeout", type=waa_ready_timeout, default=None, metavar="SECONDS",
+                    help="wait up to SECONDS for the WAA server before the first task (default: probe once).")
+    for key, text in (("examples", "as --waa-examples"), ("index", "as --waa-index"), ("server", "as --waa-server"),
+                      ("evaluate_url", "as --waa-evaluate-url"), ("ready_timeout", "as --waa-ready-timeout")):
+        parser.addini(f"agentbench_waa_{key}", f"WAA: {text}", default="")
+
+
 def add_extradup_options(parser: pytest.Parser) -> None:
     """``--reward module:callable`` (repeatable) and the ini key ``agentbench_reward``.
     Safe to call twice (a conftest and the plugin)."""

@@ -29,6 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.addoption(parser)
     options.add_audit_options(parser)
     options.add_mockmed_options(parser)
+    options.add_waa_options(parser)
     options.add_extradup_options(parser)
 
 
@@ -104,6 +105,14 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 
     registry.register("mock", mock, description="offline synthetic window; tests the harness, no VM or key")
     registry.register("mockmed", mockmed, description="a local medical-records web app: does a workflow survive a UI change?")
+
+    def waa(config: pytest.Config | None) -> Benchmark:
+        from .benches.waa.bench import WAABenchmark
+
+        return WAABenchmark.from_config(config)
+
+    registry.register("waa", waa, description="Windows Agent Arena tasks on a live WAA server (--waa-examples, --waa-server)")
+
     def extradup(config: pytest.Config | None) -> object:
         from .benches.extradup import make_provider
 

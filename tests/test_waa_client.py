@@ -1,0 +1,361 @@
+"""WAAClient: action -> pyautogui mapping, retries, setup step types, evaluate replies, scoring rule."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+
+import httpx
+import pytest
+
+from pytest_agentbench.benches.waa import scoring
+from pytest_agentbench.benches.waa.client import PYAUTOGUI_PREFIX, WAAClient
+from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
+from pytest_agentbench.model import Action
+from pytest_agentbench.testing import FakeWAAServer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Recorder:
+    """An httpx MockTransport that records requests and replies from a handler."""
+
+    def __init__(self, handler=None):
+        self.requests: list[httpx.Request] = []
+        self.handler = handler or (lambda r: httpx.Response(200, text="ok"))
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return self.handler(request)
+
+    def client(self, **kw) -> WAAClient:
+        client = WAAClient("http://vm:5000", "http://vm:5050", transport=httpx.MockTransport(self), **kw)
+        client.sleeps = []
+        client.sleep = client.sleeps.append
+        return client
+
+
+# ---------------------------------------------------------------- actions
+@pytest.fixture
+def mapper() -> WAAClient:
+    client = WAAClient("http://vm:5000", transport=httpx.MockTransport(lambda r: httpx.Response(500)))
+    client.viewport = (1000, 500)
+    return client
+
+
+@pytest.mark.parametrize(
+    ("action", "code"),
+    [
+        (Action(type="click", x=10, y=20), "pyautogui.click(10, 20)"),
+        (Action(type="click", x=0.5, y=0.25), "pyautogui.click(500, 125)"),
+        (Action(type="click", x=1, y=1, unit="px"), "pyautogui.click(1, 1)"),
+        (Action(type="double_click", x=3, y=4), "pyautogui.doubleClick(3, 4)"),
+        (Action(type="right_click", x=3, y=4), "pyautogui.rightClick(3, 4)"),
+        (Action(type="type", text="it's\n"), "pyautogui.typewrite(\"it's\\n\", interval=0.02)"),
+        (Action(type="type", text="a", x=5, y=6), "pyautogui.click(5, 6); pyautogui.typewrite('a', interval=0.02)"),
+        (Action(type="key", key="Return"), "pyautogui.press('enter')"),
+        (Action(type="key", key="ctrl+s"), "pyautogui.hotkey('ctrl', 's')"),
+        (Action(type="key", key="+"), "pyautogui.press('+')"),
+        (Action(type="hotkey", keys=["Control", "Shift", "s"]), "pyautogui.hotkey('ctrl', 'shift', 's')"),
+        (Action(type="scroll", scroll_direction="down", scroll_amount=5), "pyautogui.scroll(-5)"),
+        (Action(type="scroll", scroll_direction="up"), "pyautogui.scroll(3)"),
+        (Action(type="scroll", scroll_direction="right", scroll_amount=2, x=7, y=8), "pyautogui.hscroll(2, x=7, y=8)"),
+        (Action(type="scroll", scroll_direction="left", scroll_amount=2), "pyautogui.hscroll(-2)"),
+        (Action(type="drag", x=1, y=2, end_x=30, end_y=40),
+         "pyautogui.moveTo(1, 2); pyautogui.dragTo(30, 40, duration=0.5, button='left')"),
+        (Action(type="wait", seconds=2), "time.sleep(2.0)"),
+        (Action(type="wait"), "time.sleep(1.0)"),
+    ],
+)
+def test_action_code(mapper, action, code):
+    assert mapper.action_code(action) == code
+
+
+@pytest.mark.parametrize("kind", ["done", "fail", "answer", "error"])
+def test_terminal_actions_are_refused(mapper, kind):
+    with pytest.raises(ValueError, match="terminal"):
+        mapper.act(Action(type=kind))
+
+
+def test_act_sends_python_c_over_execute():
+    rec = Recorder(lambda r: httpx.Response(200, json={"status": "success", "output": "", "error": "", "returncode": 0}))
+    client = rec.client()
+    client.act(Action(type="click", x=10, y=20))
+    (req,) = rec.requests
+    assert req.url.path == "/execute"
+    body = json.loads(req.content)
+    assert body == {"command": ["python", "-c", PYAUTOGUI_PREFIX + "pyautogui.click(10, 20)"], "shell": False}
+
+
+def test_act_failure_in_vm_is_infrastructure_error():
+    rec = Recorder(lambda r: httpx.Response(200, json={"status": "success", "output": "", "error": "boom", "returncode": 1}))
+    with pytest.raises(InfrastructureError, match="boom"):
+        rec.client().act(Action(type="key", key="a"))
+
+
+def test_fraction_without_viewport_asks_screen_size():
+    def handler(r):
+        if r.url.path == "/screen_size":
+            return httpx.Response(200, json={"width": 200, "height": 100})
+        return httpx.Response(200, json={"status": "success", "output": "", "error": "", "returncode": 0})
+
+    client = Recorder(handler).client()
+    assert client.action_code(Action(type="click", x=0.5, y=0.5)) == "pyautogui.click(100, 50)"
+
+
+# ---------------------------------------------------------------- retries
+def test_server_down_retries_with_backoff_then_infrastructure_error():
+    url = f"http://127.0.0.1:{free_port()}"
+    client = WAAClient(url, retries=3, backoff=0.5, timeout=2)
+    sleeps: list[float] = []
+    client.sleep = sleeps.append
+    with pytest.raises(InfrastructureError, match=f"{url}/screenshot failed after 4 attempt"):
+        client.observe()
+    assert sleeps == [0.5, 1.0, 2.0]
+    assert client.probe() is False
+    with pytest.raises(InfrastructureError, match=url):
+        client.wait_ready(0.01)
+
+
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_transient_status_is_retried(status):
+    replies = iter([httpx.Response(status), httpx.Response(status), httpx.Response(200, text="All windows closed")])
+    rec = Recorder(lambda r: next(replies))
+    client = rec.client(retries=3, backoff=0.1)
+    client.setup([{"type": "close_all", "parameters": {}}])
+    assert len(rec.requests) == 3 and client.sleeps == [0.1, 0.2]
+
+
+def test_server_error_500_is_not_retried():
+    rec = Recorder(lambda r: httpx.Response(500, json={"status": "error", "message": "nope"}))
+    with pytest.raises(InfrastructureError, match="HTTP 500"):
+        rec.client().setup([{"type": "open", "parameters": {"path": "C:\\x.txt"}}])
+    assert len(rec.requests) == 1
+
+
+def test_wait_ready_and_probe_against_fake():
+    with FakeWAAServer() as fake:
+        client = WAAClient(fake.url)
+        assert client.probe() is True
+        client.wait_ready(1)
+        client.close()
+
+
+# ---------------------------------------------------------------- setup steps
+def test_setup_step_types_use_the_real_endpoints():
+    def handler(r):
+        if r.url.path in ("/setup/execute",):
+            return httpx.Response(200, json={"status": "success", "output": "", "error": "", "returncode": 0})
+        if r.url.path == "/json/list":
+            return httpx.Response(200, json=[{"id": "T1", "type": "page", "url": "https://a.example/"},
+                                             {"id": "T2", "type": "page", "url": "https://b.example/"}])
+        return httpx.Response(200, text="ok")
+
+    rec = Recorder(handler)
+    client = rec.client(cdp_url="http://vm:9222")
+    client.setup([
+        {"type": "launch", "parameters": {"command": ["notepad.exe", "C:\\a.txt"]}},
+        {"type": "launch", "parameters": {"command": "start chrome", "shell": True}},
+        {"type": "execute", "parameters": {"command": "echo hi", "shell": "true"}},
+        {"type": "command", "parameters": {"command": ["python", "-c", "print(1)"]}},
+        {"type": "sleep", "parameters": {"seconds": 2}},
+        {"type": "open", "parameters": {"path": "C:\\a.txt"}},
+        {"type": "activate_window", "parameters": {"window_name": "a.txt - Notepad", "strict": "true"}},
+        {"type": "create_folder", "parameters": {"path": "C:\\new"}},
+        {"type": "recycle_file", "parameters": {"path": "C:\\old.txt"}},
+        {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://a.example/"]}},
+        {"type": "chrome_close_tabs", "parameters": {"urls_to_close": ["https://b.example"]}},
+    ])
+    seen = [(r.method, r.url.path, json.loads(r.content) if r.content else None) for r in rec.requests]
+    assert seen[0] == ("POST", "/setup/launch", {"command": ["notepad.exe", "C:\\a.txt"], "shell": False})
+    assert seen[1] == ("POST", "/setup/launch", {"command": "start chrome", "shell": True})
+    assert seen[2] == ("POST", "/setup/execute", {"command": "echo hi", "shell": True})
+    assert seen[3] == ("POST", "/setup/execute", {"command": ["python", "-c", "print(1)"], "shell": False})
+    assert client.sleeps == [2.0]
+    assert seen[4] == ("POST", "/setup/open_file", {"path": "C:\\a.txt"})
+    assert seen[5] == ("POST", "/setup/activate_window", {"window_name": "a.txt - Notepad", "strict": True, "by_class": False})
+    assert seen[6] == ("POST", "/setup/create_folder", {"path": "C:\\new"})
+    assert seen[7] == ("POST", "/setup/recycle", {"path": "C:\\old.txt"})
+    assert (seen[8][0], seen[8][1]) == ("PUT", "/json/new")
+    assert rec.requests[8].url.query.decode() == "https://a.example/"
+    assert [s[1] for s in seen[9:]] == ["/json/list", "/json/close/T2"]
+
+
+def test_setup_rejects_unknown_and_unsupported_types():
+    client = Recorder().client()
+    with pytest.raises(ValueError, match="unknown type 'frobnicate'"):
+        client.setup([{"type": "frobnicate", "parameters": {}}])
+    with pytest.raises(InfrastructureError, match="update_browse_history"):
+        client.setup([{"type": "update_browse_history", "parameters": {"history": []}}])
+
+
+def test_every_setup_type_in_the_154_tasks_is_handled(pytestconfig):
+    from pathlib import Path
+
+    from pytest_agentbench.benches.waa.client import SETUP_TYPES, UNSUPPORTED_SETUP_TYPES
+
+    root = Path(__file__).parent / "data" / "waa" / "examples"
+    kinds = set()
+    for path in root.glob("*/*.json"):
+        task = json.loads(path.read_text(encoding="utf-8"))
+        for step in task.get("config", []) + task.get("evaluator", {}).get("postconfig", []):
+            kinds.add(step["type"])
+    assert kinds, "no task files found"
+    assert kinds <= SETUP_TYPES | UNSUPPORTED_SETUP_TYPES
+
+
+@pytest.fixture
+def file_server(tmp_path):
+    (tmp_path / "book.xlsx").write_bytes(b"PK\x03\x04 fake spreadsheet")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(tmp_path), **kw)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_download_is_fetched_by_the_harness_and_uploaded(file_server):
+    target = "C:\\Users\\Docker\\Downloads\\book.xlsx"
+    with FakeWAAServer() as fake:
+        client = WAAClient(fake.url)
+        client.setup([{"type": "download", "parameters": {"files": [{"url": f"{file_server}/book.xlsx", "path": target}]}}])
+        assert fake.fs[target] == b"PK\x03\x04 fake spreadsheet"
+        upload = [r for r in fake.requests if r["path"] == "/setup/upload"]
+        assert len(upload) == 1 and upload[0]["form"] == {"file_path": target}
+        assert not any(r["path"] == "/setup/download_file" for r in fake.requests)
+        with pytest.raises(InfrastructureError, match="HTTP 404"):
+            client.setup([{"type": "download", "parameters": {"files": [{"url": f"{file_server}/missing", "path": target}]}}])
+        client.close()
+
+
+# ---------------------------------------------------------------- evaluate replies
+TASK = {"id": "t", "evaluator": {"func": "exact_match", "result": {"type": "rule", "rules": {}},
+                                 "expected": {"type": "rule", "rules": {"expected": 1}}}}
+
+
+def eval_client(status, body):
+    rec = Recorder(lambda r: httpx.Response(status, json=body) if body is not None else httpx.Response(status, text="x"))
+    return rec, rec.client()
+
+
+def test_evaluate_posts_task_and_last_action():
+    rec, client = eval_client(200, {"success": True, "score": 1.0, "reason": "ok"})
+    verdict = client.evaluate(TASK, Action(type="done"))
+    assert verdict.score == 1.0 and verdict.passed is True
+    (req,) = rec.requests
+    assert str(req.url) == "http://vm:5050/evaluate"
+    sent = json.loads(req.content)
+    assert sent["agent_last_action"] == "DONE" and sent["evaluator"] == TASK["evaluator"]
+
+
+def test_evaluate_partial_score_and_metric_criteria():
+    _, client = eval_client(200, {"success": False, "score": 0.5, "reason": "half",
+                                  "metrics": [{"metric": "a", "score": 1.0}, {"metric": "b", "score": 0.0}]})
+    verdict = client.evaluate(TASK, None)
+    assert verdict.score == 0.5 and verdict.passed is False
+    assert [(c.name, c.passed) for c in verdict.criteria] == [("a", True), ("b", False)]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error"),
+    [
+        (422, {"success": False, "score": None, "scored": False, "reason": "cannot score: metric"}, EvaluationError),
+        (200, {"success": False, "score": 0.0, "scored": False, "error_type": "evaluation", "reason": "x"}, EvaluationError),
+        (200, {"success": False, "score": 0.0, "reason": "No evaluator config"}, EvaluationError),
+        (500, {"success": False, "score": 0.0, "reason": "Error: getter crashed"}, EvaluationError),
+        (200, {"success": True, "score": 7}, EvaluationError),
+        (200, {"success": True, "score": "1"}, EvaluationError),
+        (200, None, EvaluationError),
+        (404, None, InfrastructureError),
+        (500, None, InfrastructureError),
+        (200, {"success": False, "score": 0.0, "scored": False, "error_type": "infrastructure", "reason": "vm"},
+         InfrastructureError),
+    ],
+)
+def test_evaluate_cannot_score_is_an_error_not_zero(status, body, error):
+    _, client = eval_client(status, body)
+    with pytest.raises(error):
+        client.evaluate(TASK, Action(type="done"))
+
+
+def test_evaluate_without_evaluator_is_evaluation_error():
+    rec, client = eval_client(200, {"score": 1.0})
+    with pytest.raises(EvaluationError, match="no evaluator"):
+        client.evaluate({"id": "x"}, None)
+    assert rec.requests == []
+
+
+def test_infeasible_and_fail_are_decided_locally():
+    rec, client = eval_client(500, None)
+    inf = {"id": "INF-x", "evaluator": {"func": "infeasible"}}
+    assert client.evaluate(inf, Action(type="fail")).passed is True
+    for last in (Action(type="done"), Action(type="answer", answer="no"), None):
+        verdict = client.evaluate(inf, last)
+        assert verdict.score == 0.0 and verdict.passed is False
+    assert client.evaluate(TASK, Action(type="fail")).score == 0.0
+    assert rec.requests == []
+
+
+# ---------------------------------------------------------------- scoring rule
+def test_and_short_circuits_on_zero_then_averages():
+    calls = []
+
+    def metric(v):
+        return lambda: calls.append(v) or v
+
+    assert scoring.combine([metric(1.0), metric(0.0), metric(1.0)], "and") == (0.0, [1.0, 0.0], True)
+    assert calls == [1.0, 0.0]
+    assert scoring.combine([1.0, 0.5], "and") == (0.75, [1.0, 0.5], False)
+
+
+def test_or_short_circuits_on_one_then_max():
+    assert scoring.combine([0.2, 1.0, 0.0], "or") == (1.0, [0.2, 1.0], True)
+    assert scoring.combine([0.2, 0.6, 0.0], "or") == (0.6, [0.2, 0.6, 0.0], False)
+
+
+def test_score_task_passes_options_and_handles_lists():
+    seen = []
+
+    def run(spec):
+        seen.append((spec.func, spec.options, spec.expected))
+        return {"a": 1.0, "b": 0.5}[spec.func]
+
+    evaluator = {"func": ["a", "b"], "result": [{}, {}], "expected": [{"type": "rule"}, None],
+                 "options": [{"x": 1}, {}]}
+    result = scoring.score_task(evaluator, "DONE", run)
+    assert result.score == 0.75 and not result.success
+    assert seen == [("a", {"x": 1}, {"type": "rule"}), ("b", {}, None)]
+    single = scoring.score_task({"func": "a", "options": {"y": 2}}, None, run)
+    assert single.score == 1.0 and seen[-1][1] == {"y": 2}
+
+
+def test_score_task_rules():
+    assert scoring.score_task({"func": "infeasible"}, "FAIL", None).score == 1.0
+    assert scoring.score_task({"func": "infeasible"}, "DONE", None).score == 0.0
+    assert scoring.score_task({"func": "x"}, "FAIL", lambda s: 1.0).score == 0.0
+
+    def missing(spec):
+        raise FileNotFoundError("gone")
+
+    assert scoring.score_task({"func": ["x", "y"]}, None, missing).score == 0.0
+    assert scoring.score_task({"func": "x"}, None, lambda s: "not a number").score == 0.0
+    with pytest.raises(scoring.CannotScore, match="list of 2"):
+        scoring.score_task({"func": ["a", "b"], "result": [{}]}, None, lambda s: 1.0)
+    with pytest.raises(scoring.CannotScore, match="conj"):
+        scoring.score_task({"func": ["a"], "conj": "xor"}, None, lambda s: 1.0)
+    assert scoring.score_task({"func": ["a", "b"], "conj": "or"}, None, lambda s: {"a": 0.0, "b": 1.0}[s.func]).score == 1.0
