@@ -291,3 +291,14 @@ def add_extradup_options(parser: pytest.Parser) -> None:
                              "importable from the rootdir (repeatable).")
     if "agentbench_reward" not in getattr(parser, "_inidict", {}):
         parser.addini("agentbench_reward", "extradup rewards to score (as --reward)", type="args", default=[])
+
+
+def add_pool_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentbench-pool", "machine pools for live benchmarks (pytest-agentbench)")
+    group.addoption("--pool", default=None, choices=("static",),
+                    help="lease one host per process (per xdist worker): static = --pool-hosts.")
+    group.addoption("--pool-hosts", action="append", default=None, metavar="URLS",
+                    help="static pool: WAA server URLs, comma-separated or repeated; URL|EVALUATE_URL to "
+                         "give a separate evaluate server.")
+    parser.addini("agentbench_pool", "as --pool", default="")
+    parser.addini("agentbench_pool_hosts", "as --pool-hosts", type="args", default=[])

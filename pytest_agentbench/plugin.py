@@ -30,6 +30,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_audit_options(parser)
     options.add_mockmed_options(parser)
     options.add_waa_options(parser)
+    options.add_pool_options(parser)
     options.add_extradup_options(parser)
 
 

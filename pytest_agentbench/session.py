@@ -32,6 +32,7 @@ OUTCOME_KEY = pytest.StashKey["Outcome"]()
 PAYLOAD_KEY = pytest.StashKey[dict]()
 MANIFEST_INPUT = "agentbench_manifest"
 RUNFOLDER_INPUT = "agentbench_run_folder"
+LEASE_INPUT = "agentbench_lease"
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -55,6 +56,9 @@ class AgentbenchPlugin:
         from .record.writer import BackgroundWriter
 
         self.writer = BackgroundWriter()
+        #: The host this process leased from the pool (None without --pool).
+        self.lease: dict[str, Any] | None = None
+        self.pool: Any = None
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -110,6 +114,7 @@ class AgentbenchPlugin:
             else:  # the controller had no episodes to play (only suite benchmarks)
                 self.manifest = Manifest()
             self.known_failures = dict(data.get("agentbench_known", {}))
+            self.lease = data.get(LEASE_INPUT)
         else:
             self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
             if self.settings.baseline is not None:
@@ -121,11 +126,41 @@ class AgentbenchPlugin:
                     raise pytest.UsageError(f"--baseline: {exc}") from None
             # Fail fast on a bad --agent (unknown name, missing API key) before anything starts.
             self.make_agent().close()
+            self._start_pool(session)
         self._start_suites()
         for suite in self.manifest.suites:
             self._register_marker(suite.name, f"tasks of benchmark {suite.name}")
             for domain in sorted({t.get("domain", "default") for t in suite.tasks}):
                 self._register_marker(domain, f"tasks in domain {domain}")
+
+    def _start_pool(self, session: pytest.Session) -> None:
+        """Controller: build the pool; without xdist this process leases the first host itself."""
+        config = self.config
+        kind = config.getoption("pool") or str(config.getini("agentbench_pool")).strip() or None
+        if kind is None:
+            return
+        from .infra.pool import StaticPool, parse_hosts
+
+        entries = config.getoption("pool_hosts") or config.getini("agentbench_pool_hosts") or []
+        try:
+            hosts = parse_hosts(list(entries))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if not hosts:
+            raise pytest.UsageError("--pool static needs --pool-hosts URL[,URL...] (one WAA server per worker)")
+        workers = getattr(config.option, "numprocesses", None)
+        if isinstance(workers, int) and workers > len(hosts) and getattr(config.option, "dist", "no") != "no":
+            raise pytest.UsageError(
+                f"--pool static has {len(hosts)} host(s) for {workers} workers; give one host per worker (-n {len(hosts)})")
+        self.pool = StaticPool(hosts)
+        if not config.pluginmanager.hasplugin("dsession"):
+            self.lease = self.pool.lease("main")
+        for bench in self.benchmarks.values():
+            self._apply_lease(bench)
+
+    def _apply_lease(self, bench: Benchmark) -> None:
+        if self.lease is not None and hasattr(bench, "use_server"):
+            bench.use_server(self.lease["server_url"], self.lease.get("evaluate_url"))
 
     def _start_suites(self) -> None:
         """Create the suite providers (benchmarks that collect their own items) in this process."""
@@ -166,6 +201,7 @@ class AgentbenchPlugin:
         bench = self.benchmarks.get(name)
         if bench is None:
             bench = self.bench_registry.create(name, self.config)
+            self._apply_lease(bench)
             self.benchmarks[name] = bench
         return bench
 

@@ -18,8 +18,11 @@ class XdistController:
         self.state = state
 
     def pytest_configure_node(self, node: Any) -> None:
-        from .session import MANIFEST_INPUT, RUNFOLDER_INPUT
+        from .session import LEASE_INPUT, MANIFEST_INPUT, RUNFOLDER_INPUT
 
+        if self.state.pool is not None:
+            # One host per worker from the free list; a replacement worker gets the next free one.
+            node.workerinput[LEASE_INPUT] = self.state.pool.lease(node.gateway.id)
         folder = self.state.run_folder
         if folder is None:
             return
@@ -28,6 +31,8 @@ class XdistController:
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        if self.state.pool is not None:
+            self.state.pool.release(node.gateway.id)
         errors = getattr(node, "workeroutput", {}).get("agentbench_write_errors", [])
         controller = node.config.pluginmanager.get_plugin("agentbench-controller")
         if errors and controller is not None:

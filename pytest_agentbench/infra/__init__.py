@@ -1,0 +1,1 @@
+"""Machines for live benchmarks: pools of hosts leased one per xdist worker."""

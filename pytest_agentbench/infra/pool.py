@@ -1,0 +1,56 @@
+"""Host pools, leased one host per pytest process (one per xdist worker).
+
+The pool lives on the controller: ``lease`` pops a host from the free list when a worker starts
+(a replacement worker gets the next free host, not its predecessor's id), ``release`` puts it back
+when the worker goes down. Leases are plain dicts so they travel to workers in ``workerinput``.
+
+Only the ``static`` provider exists so far: a list of already-running WAA servers. Cloud
+providers that create and delete VMs plug in here later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Lease = dict[str, Any]
+
+
+def parse_hosts(entries: list[str]) -> list[Lease]:
+    """``URL`` or ``URL|EVALUATE_URL`` entries, comma-separated or repeated, into leases."""
+    hosts: list[Lease] = []
+    for text in entries:
+        for entry in str(text).split(","):
+            entry = entry.strip()
+            if not entry:
+                continue
+            server, _, evaluate = entry.partition("|")
+            if not server.startswith(("http://", "https://")):
+                raise ValueError(f"--pool-hosts entry {entry!r} must be a URL such as http://10.0.0.5:5000")
+            hosts.append({"name": f"host{len(hosts)}", "server_url": server.rstrip("/"),
+                          "evaluate_url": evaluate.rstrip("/") or None})
+    return hosts
+
+
+@dataclass
+class StaticPool:
+    hosts: list[Lease]
+    free: list[Lease] = field(default_factory=list)
+    leased: dict[str, Lease] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.free = list(self.hosts)
+
+    def lease(self, holder: str) -> Lease | None:
+        if holder in self.leased:
+            return self.leased[holder]
+        if not self.free:
+            return None
+        lease = self.free.pop(0)
+        self.leased[holder] = lease
+        return lease
+
+    def release(self, holder: str) -> None:
+        lease = self.leased.pop(holder, None)
+        if lease is not None:
+            self.free.append(lease)

@@ -1,0 +1,85 @@
+"""``--pool static``: one WAA host per process, leased on the controller from a free list. Tested
+with real loopback servers (``FakeWAAServer``), one per host."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import only_run_folder, results
+
+EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
+NOTEPAD = "366de66e-cbae-4d72-b042-26390db2b145-WOS"
+SCRIPT = [
+    {"type": "hotkey", "keys": ["win", "r"]}, {"type": "type", "text": "notepad"}, {"type": "key", "key": "enter"},
+    {"type": "type", "text": "This is a draft."}, {"type": "hotkey", "keys": ["ctrl", "s"]},
+    {"type": "type", "text": "C:\\Users\\Docker\\Documents\\draft.txt"}, {"type": "key", "key": "enter"},
+    {"type": "done"},
+]
+
+
+@pytest.fixture
+def hosts():
+    from pytest_agentbench.testing.waa_server import FakeWAAServer
+
+    task = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD}.json").read_text())
+    gold = task["evaluator"]["expected"][1]["path"]
+    servers = [FakeWAAServer(), FakeWAAServer()]
+    for server in servers:
+        server.start()
+        server.cloud_files[gold] = b"This is a draft."
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def project(pytester):
+    """Four copies of the notepad task (ids t1..t4) and an index naming them."""
+    examples = pytester.path / "examples" / "notepad"
+    examples.mkdir(parents=True)
+    for n in range(1, 5):
+        shutil.copy(EXAMPLES / "notepad" / f"{NOTEPAD}.json", examples / f"t{n}.json")
+    (pytester.path / "index.json").write_text(json.dumps({"notepad": [f"t{n}" for n in range(1, 5)]}))
+    (pytester.path / "script.json").write_text(json.dumps({"*": SCRIPT}))
+    return ["--bench=waa", "--waa-examples", str(pytester.path / "examples"), "--waa-index",
+            str(pytester.path / "index.json"), "--agent", "scripted", "--agent-script", str(pytester.path / "script.json")]
+
+
+def evaluations(server) -> int:
+    return sum(1 for r in server.requests if r["path"] == "/evaluate")
+
+
+def test_each_worker_plays_on_its_own_host(run_sub, pytester, hosts, project):
+    urls = ",".join(h.url for h in hosts)
+    result = run_sub(*project, "--pool", "static", "--pool-hosts", urls, "-n", "2")
+    result.assert_outcomes(passed=4)
+    per_worker = Counter(r["worker"] for r in results(only_run_folder(pytester.path)))
+    # Every evaluation landed on exactly one host, and the hosts split the tasks as the workers did.
+    assert sorted(evaluations(h) for h in hosts) == sorted(per_worker.values())
+    assert sum(evaluations(h) for h in hosts) == 4
+
+
+def test_without_xdist_the_first_host_is_used(run, hosts, project):
+    result = run(*project, "--pool", "static", "--pool-hosts", f"{hosts[0].url},{hosts[1].url}")
+    result.assert_outcomes(passed=4)
+    assert (evaluations(hosts[0]), evaluations(hosts[1])) == (4, 0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--pool", "static"], "*--pool static needs --pool-hosts URL*"),
+        (["--pool", "static", "--pool-hosts", "not-a-url"], "*--pool-hosts entry 'not-a-url' must be a URL*"),
+        (["--pool", "static", "--pool-hosts", "http://127.0.0.1:9", "-n", "2"],
+         "*--pool static has 1 host(s) for 2 workers; give one host per worker (-n 1)*"),
+    ],
+)
+def test_bad_pool_options_are_usage_errors(run_sub, project, extra, expected):
+    result = run_sub(*project, *extra)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
