@@ -1,0 +1,248 @@
+"""SSH tunnels through a real OpenSSH server on loopback to the fake WAA server.
+
+The module fixture starts Debian's ``/usr/sbin/sshd`` (installed by ``.ci/run``) as the current
+user on a free 127.0.0.1 port, with a temporary ed25519 host key and a temporary authorized user
+key; nothing of the machine's SSH setup (host keys, ~/.ssh) is read or written. Without sshd or
+paramiko the tests skip, except under CI where they fail.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pytest_agentbench.infra.tunnel import SSHTunnel, TunnelError
+from pytest_agentbench.testing.waa_server import FakeWAAServer
+
+SSHD = "/usr/sbin/sshd"
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (required under CI; .ci/run installs it)", pytrace=False)
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _keygen(path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)],
+                   check=True, capture_output=True)
+    return path.with_suffix(".pub").read_text().strip()
+
+
+class SSHD_:
+    def __init__(self, root: Path, port: int, host_pub: str, user_key: Path, other_key: Path) -> None:
+        self.root, self.port, self.host_pub = root, port, host_pub
+        self.user_key, self.other_key = user_key, other_key
+        self.user = getpass.getuser()
+        self.known_hosts = root / "known_hosts"
+        self.empty_known_hosts = root / "known_hosts.empty"
+
+    def tunnel(self, **kwargs) -> SSHTunnel:
+        kwargs.setdefault("key_filename", self.user_key)
+        if "host_key" not in kwargs and not kwargs.get("insecure_accept_any_host_key"):
+            kwargs.setdefault("known_hosts", self.known_hosts)
+        kwargs.setdefault("connect_timeout", 5)
+        return SSHTunnel("127.0.0.1", self.port, self.user, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def paramiko_installed() -> None:
+    try:
+        import paramiko  # noqa: F401
+    except ImportError:
+        _missing("paramiko is not installed (pip install 'pytest-agentbench[ssh]')")
+
+
+@pytest.fixture(scope="module")
+def sshd(paramiko_installed, tmp_path_factory: pytest.TempPathFactory):
+    if not os.access(SSHD, os.X_OK):
+        _missing(f"{SSHD} is not installed (Debian package openssh-server)")
+    if shutil.which("ssh-keygen") is None:
+        _missing("ssh-keygen is not installed (Debian package openssh-client)")
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+
+    root = tmp_path_factory.mktemp("sshd")
+    host_pub = _keygen(root / "host_ed25519")
+    user_pub = _keygen(root / "user_ed25519")
+    _keygen(root / "other_ed25519")
+    (root / "authorized_keys").write_text(user_pub + "\n")
+    port = _free_port()
+    config = root / "sshd_config"
+    config.write_text(
+        "\n".join([
+            f"Port {port}",
+            "ListenAddress 127.0.0.1",
+            f"HostKey {root / 'host_ed25519'}",
+            f"AuthorizedKeysFile {root / 'authorized_keys'}",
+            f"PidFile {root / 'sshd.pid'}",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PermitRootLogin prohibit-password",
+            "AllowTcpForwarding yes",
+            "StrictModes no",
+            "UsePAM no",
+            "UseDNS no",
+            "X11Forwarding no",
+            "PermitTTY no",
+            "LogLevel ERROR",
+        ]) + "\n"
+    )
+    log = (root / "sshd.log").open("wb")
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    server = SSHD_(root, port, host_pub, root / "user_ed25519", root / "other_ed25519")
+    server.known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    server.empty_known_hosts.write_text("")
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"sshd exited with {proc.returncode}: {(root / 'sshd.log').read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    if s.recv(4).startswith(b"SSH-"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"sshd did not accept connections on port {port}: {(root / 'sshd.log').read_text()}")
+            time.sleep(0.05)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def waa():
+    with FakeWAAServer() as server:
+        yield server
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def test_tunnel_reaches_fake_waa_server(sshd, waa):
+    remote = _port(waa.url)
+    with sshd.tunnel(forwards={0: ("127.0.0.1", remote)}) as tunnel:
+        url = tunnel.local_url(remote)
+        assert url != waa.url and url.startswith("http://127.0.0.1:")
+        assert tunnel.ports == {remote: _port(url)}
+        for _ in range(3):  # several connections through one tunnel
+            reply = httpx.get(url + "/probe", timeout=5)
+            assert reply.status_code == 200
+            assert reply.json()["status"] == "Probe successful"
+
+
+def test_two_forwards_waa_and_evaluate(sshd, waa):
+    with FakeWAAServer() as evaluate:
+        waa_port, eval_port = _port(waa.url), _port(evaluate.url)
+        with sshd.tunnel(forwards=[(0, "127.0.0.1", waa_port), (0, "localhost", eval_port)]) as tunnel:
+            assert set(tunnel.ports) == {waa_port, eval_port}
+            assert len(set(tunnel.ports.values())) == 2
+            with httpx.Client(timeout=5) as http:
+                assert http.get(tunnel.local_url(waa_port) + "/probe").status_code == 200
+                reply = http.post(tunnel.local_url(eval_port) + "/evaluate", json={"task": {}})
+                assert reply.headers["content-type"].startswith("application/json")
+        assert [r["path"] for r in evaluate.requests] == ["/evaluate"]  # each forward reached its own server
+        assert "/evaluate" not in [r["path"] for r in waa.requests]
+
+
+def test_unknown_host_key_is_refused(sshd):
+    tunnel = sshd.tunnel(known_hosts=sshd.empty_known_hosts)
+    with pytest.raises(TunnelError) as info:
+        tunnel.start()
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"127.0.0.1:{sshd.port}" in message and "unknown" in message
+    assert "host_key=" in message and "known_hosts" in message
+    assert "insecure_accept_any_host_key" in message
+    assert sshd.host_pub.split()[1] in message  # the key to pin, after checking it
+    assert not tunnel.active
+
+
+def test_pinned_host_key_works(sshd, waa):
+    remote = _port(waa.url)
+    with sshd.tunnel(host_key=sshd.host_pub, forwards={0: ("127.0.0.1", remote)}) as tunnel:
+        assert httpx.get(tunnel.local_url(remote) + "/probe", timeout=5).status_code == 200
+
+
+def test_wrong_pinned_host_key_is_refused(sshd):
+    other = sshd.root / "other_ed25519.pub"
+    with pytest.raises(TunnelError, match=rf"127\.0\.0\.1:{sshd.port} does not match the pinned host_key"):
+        sshd.tunnel(host_key=other.read_text()).start()
+
+
+def test_insecure_accept_any_host_key_works(sshd, waa):
+    remote = _port(waa.url)
+    with sshd.tunnel(insecure_accept_any_host_key=True, forwards={0: ("127.0.0.1", remote)}) as tunnel:
+        assert httpx.get(tunnel.local_url(remote) + "/probe", timeout=5).status_code == 200
+
+
+def test_wrong_user_key_is_refused(sshd):
+    with pytest.raises(TunnelError) as info:
+        sshd.tunnel(key_filename=sshd.other_key).start()
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"127.0.0.1:{sshd.port}" in message and "authentication refused" in message
+    assert str(sshd.other_key) in message
+
+
+def test_closed_port_is_a_clear_error(sshd):
+    port = _free_port()
+    with pytest.raises(TunnelError, match=rf"cannot connect to SSH server 127\.0\.0\.1:{port}: connection refused"):
+        SSHTunnel("127.0.0.1", port, "nobody", insecure_accept_any_host_key=True, connect_timeout=2).start()
+
+
+def test_stop_closes_local_ports(sshd, waa):
+    remote = _port(waa.url)
+    tunnel = sshd.tunnel(forwards={0: ("127.0.0.1", remote)}).start()
+    local = tunnel.ports[remote]
+    with httpx.Client(timeout=5) as http:  # a kept-alive connection is cut too
+        assert http.get(f"http://127.0.0.1:{local}/probe").status_code == 200
+        tunnel.stop()
+        assert not tunnel.active and tunnel.ports == {}
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", local), timeout=2).close()
+        with pytest.raises(httpx.HTTPError):
+            http.get(f"http://127.0.0.1:{local}/probe")
+    tunnel.stop()  # twice is fine
+
+
+def test_missing_key_file_and_conflicting_options(sshd, tmp_path):
+    with pytest.raises(TunnelError, match="key file .* does not exist"):
+        sshd.tunnel(key_filename=tmp_path / "nope").start()
+    with pytest.raises(ValueError, match="not both"):
+        SSHTunnel("h", 22, "u", host_key=sshd.host_pub, insecure_accept_any_host_key=True)
+
+
+def test_silent_server_times_out_clearly(paramiko_installed):
+    with socket.socket() as silent:  # accepts (the kernel does) but never speaks SSH
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(TunnelError, match=rf"SSH handshake with 127\.0\.0\.1:{port} did not complete within 0\.5s"):
+            SSHTunnel("127.0.0.1", port, "nobody", insecure_accept_any_host_key=True, connect_timeout=0.5).start()
+        assert time.monotonic() - started < 5
