@@ -37,7 +37,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-OUR_DIST = "pytest-agentbench"
 HEAVY = ("pydantic", "httpx", "PIL")
 TINY_TESTS = """\
 def test_one():
@@ -64,41 +63,9 @@ def pytest_collection_finish(session):
 """
 
 
-# -- helpers (the same rules as overhead.py) ----------------------------------------------------
-def _canon(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _requirement_names(dist: str) -> set[str]:
-    try:
-        reqs = metadata.requires(dist) or []
-    except metadata.PackageNotFoundError:
-        return set()
-    out = set()
-    for req in reqs:
-        spec, _, marker = req.partition(";")
-        if "extra" in marker:
-            continue
-        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
-        if match:
-            out.add(_canon(match.group(1)))
-    return out
-
-
-def foreign_plugins() -> list[tuple[str, str]]:
-    """(entry point name, distribution) of pytest11 plugins that pytest-agentbench does not bring."""
-    ours, todo = set(), [_canon(OUR_DIST)]
-    while todo:
-        name = todo.pop()
-        if name not in ours:
-            ours.add(name)
-            todo.extend(_requirement_names(name) - ours)
-    out = set()
-    for ep in metadata.entry_points(group="pytest11"):
-        dist = ep.dist.name if ep.dist is not None else "?"
-        if _canon(dist) not in ours:
-            out.add((ep.name, dist))
-    return sorted(out)
+# -- helpers: the plugin-exclusion rules are overhead.py's ---------------------------------------
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead import foreign_plugins  # noqa: E402 - a sibling script, not a package
 
 
 #: Set by main: a private PYTHONPYCACHEPREFIX, so runs reuse bytecode as on a developer's machine

@@ -22,23 +22,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests" / "data" / "waa" / "examples"
-NOTEPAD = "366de66e-cbae-4d72-b042-26390db2b145-WOS"
-SCRIPT = [
-    {"type": "hotkey", "keys": ["win", "r"]}, {"type": "type", "text": "notepad"}, {"type": "key", "key": "enter"},
-    {"type": "type", "text": "This is a draft."}, {"type": "hotkey", "keys": ["ctrl", "s"]},
-    {"type": "type", "text": "C:\\Users\\Docker\\Documents\\draft.txt"}, {"type": "key", "key": "enter"},
-    {"type": "done"},
-]
 TARGET = 3.5
 
 
 def project(folder: Path, tasks: int) -> list[str]:
+    from pytest_agentbench.testing import NOTEPAD_SOLUTION, NOTEPAD_TASK
+
     examples = folder / "examples" / "notepad"
     examples.mkdir(parents=True)
     for n in range(tasks):
-        shutil.copy(EXAMPLES / "notepad" / f"{NOTEPAD}.json", examples / f"t{n:03d}.json")
+        shutil.copy(EXAMPLES / "notepad" / f"{NOTEPAD_TASK}.json", examples / f"t{n:03d}.json")
     (folder / "index.json").write_text(json.dumps({"notepad": [f"t{n:03d}" for n in range(tasks)]}))
-    (folder / "script.json").write_text(json.dumps({"*": SCRIPT}))
+    (folder / "script.json").write_text(json.dumps({"*": NOTEPAD_SOLUTION}))
     (folder / "pytest.ini").write_text("[pytest]\n")
     return ["--bench=waa", "--waa-examples", str(folder / "examples"), "--waa-index", str(folder / "index.json"),
             "--agent", "scripted", "--agent-script", str(folder / "script.json"), "-q", "-p", "no:cacheprovider",
@@ -61,16 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    from pytest_agentbench.testing.waa_server import FakeWAAServer
+    from pytest_agentbench.testing import NOTEPAD_TASK, FakeWAAServer, serve_notepad_gold
 
-    task = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD}.json").read_text())
-    gold = task["evaluator"]["expected"][1]["path"]
+    task = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD_TASK}.json").read_text())
     servers = [FakeWAAServer(latency=args.latency) for _ in range(args.workers)]
     folder = Path(tempfile.mkdtemp(prefix="agentbench-waa-pool-"))
     try:
         for server in servers:
             server.start()
-            server.cloud_files[gold] = b"This is a draft."
+            serve_notepad_gold(server, task)
         base = project(folder, args.tasks) + ["--pool", "static", "--pool-hosts", ",".join(s.url for s in servers)]
         serial = timed([*base, "-p", "no:xdist"], folder)
         calls_serial = sum(len(s.requests) for s in servers)

@@ -15,17 +15,22 @@ import pytest
 SCREENSHOT_MODES = ("off", "only-on-failure", "on")
 
 
-def _positive_int(flag: str):  # type: ignore[no-untyped-def]
+def _whole_number(flag: str, minimum: int, note: str = ""):  # type: ignore[no-untyped-def]
+    """An argparse type for a whole number >= ``minimum``, with errors naming the flag and value."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a whole number >= 1, got {text!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be >= 1, got {value}")
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number >= {minimum}{note}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{flag} must be >= {minimum}{note}, got {value}")
         return value
 
     return parse
+
+
+def _positive_int(flag: str):  # type: ignore[no-untyped-def]
+    return _whole_number(flag, 1)
 
 
 def _rate(text: str) -> float:
@@ -146,14 +151,7 @@ def _operators(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--limit must be a whole number >= 0 (0 = all), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--limit must be >= 0 (0 = all), got {value}")
-    return value
+_limit = _whole_number("--limit", 0, " (0 = all)")
 
 
 def add_audit_options(parser: pytest.Parser) -> None:

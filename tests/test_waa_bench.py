@@ -15,6 +15,7 @@ import pytest
 from conftest import only_run_folder, results
 from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
 from pytest_agentbench.benches.waa.bench import DEFAULT_SERVER, WAABenchmark
+from pytest_agentbench.testing import NOTEPAD_SOLUTION
 from pytest_agentbench.model import Action, Observation, Task, Verdict
 
 DATA = Path(__file__).parent / "data" / "waa"
@@ -299,28 +300,16 @@ def test_a_server_that_is_down_makes_the_item_an_error(run, pytester):
 
 @pytest.fixture
 def fake_server():
-    from pytest_agentbench.testing.waa_server import FakeWAAServer
+    from pytest_agentbench.testing import FakeWAAServer, serve_notepad_gold
 
     with FakeWAAServer() as server:
         # The notepad task's gold file, served offline (the fake server would otherwise fetch it).
-        task = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD}.json").read_text())
-        gold = task["evaluator"]["expected"][1]
-        assert gold["type"] == "cloud_file"
-        server.cloud_files[gold["path"]] = b"This is a draft."
+        serve_notepad_gold(server, json.loads((EXAMPLES / "notepad" / f"{NOTEPAD}.json").read_text()))
         yield server
 
 
 #: Open Notepad, type the text, save as Documents\\draft.txt: what a person would do.
-NOTEPAD_SCRIPT = {NOTEPAD: [
-    {"type": "hotkey", "keys": ["win", "r"]},
-    {"type": "type", "text": "notepad"},
-    {"type": "key", "key": "enter"},
-    {"type": "type", "text": "This is a draft."},
-    {"type": "hotkey", "keys": ["ctrl", "s"]},
-    {"type": "type", "text": "C:\\Users\\Docker\\Documents\\draft.txt"},
-    {"type": "key", "key": "enter"},
-    {"type": "done"},
-]}
+NOTEPAD_SCRIPT = {NOTEPAD: NOTEPAD_SOLUTION}
 
 
 @needs_fake_server

@@ -13,25 +13,19 @@ import pytest
 from conftest import only_run_folder, results
 
 EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
-NOTEPAD = "366de66e-cbae-4d72-b042-26390db2b145-WOS"
-SCRIPT = [
-    {"type": "hotkey", "keys": ["win", "r"]}, {"type": "type", "text": "notepad"}, {"type": "key", "key": "enter"},
-    {"type": "type", "text": "This is a draft."}, {"type": "hotkey", "keys": ["ctrl", "s"]},
-    {"type": "type", "text": "C:\\Users\\Docker\\Documents\\draft.txt"}, {"type": "key", "key": "enter"},
-    {"type": "done"},
-]
+from pytest_agentbench.testing import NOTEPAD_SOLUTION as SCRIPT
+from pytest_agentbench.testing import NOTEPAD_TASK as NOTEPAD
 
 
 @pytest.fixture
 def hosts():
-    from pytest_agentbench.testing.waa_server import FakeWAAServer
+    from pytest_agentbench.testing import FakeWAAServer, serve_notepad_gold
 
     task = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD}.json").read_text())
-    gold = task["evaluator"]["expected"][1]["path"]
     servers = [FakeWAAServer(), FakeWAAServer()]
     for server in servers:
         server.start()
-        server.cloud_files[gold] = b"This is a draft."
+        serve_notepad_gold(server, task)
     yield servers
     for server in servers:
         server.stop()
