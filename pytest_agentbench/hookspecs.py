@@ -52,3 +52,17 @@ def pytest_agentbench_terminal_summary(terminalreporter: Any, records: list[dict
 def pytest_agentbench_episode_finished(record: EpisodeRecord, item: pytest.Item, payload: dict[str, Any]) -> None:
     """Observe a finished episode. ``payload`` is the JSON record that goes to ``results.jsonl``;
     implementations may add JSON-plain keys under ``payload["extra"]``."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_agentbench_vm_endpoints(vm: dict[str, Any], config: pytest.Config) -> dict[str, str] | None:
+    """Choose how this process reaches its leased cloud VM: return ``{"server_url": ...,
+    "evaluate_url": ...}`` (a bastion, a VPN address, a local double) and no SSH tunnel is opened.
+    ``vm`` has ``name``, ``provider``, ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``
+    and ``host_key``. Return None to keep the built-in SSH tunnel (or ``--pool-connect direct``)."""
+
+
+def pytest_agentbench_pool_provider_extra(kind: str, config: pytest.Config) -> dict[str, Any] | None:
+    """Settings for the cloud provider of ``--pool aws|azure`` that options cannot carry: return a
+    dict merged into its settings (Azure: ``credential`` (a TokenCredential), ``transport``;
+    both: ``ssh_cidr``, ``disk_gb``; AWS: ``subnet_id``). Called on the controller."""

@@ -293,10 +293,60 @@ def add_extradup_options(parser: pytest.Parser) -> None:
 
 def add_pool_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench-pool", "machine pools for live benchmarks (pytest-agentbench)")
-    group.addoption("--pool", default=None, choices=("static",),
-                    help="lease one host per process (per xdist worker): static = --pool-hosts.")
+    group.addoption("--pool", default=None, choices=("static", "aws", "azure"),
+                    help="lease one WAA host per process (per xdist worker): static = existing --pool-hosts; "
+                         "aws / azure = create one VM per worker for this run and delete them at the end.")
     group.addoption("--pool-hosts", action="append", default=None, metavar="URLS",
                     help="static pool: WAA server URLs, comma-separated or repeated; URL|EVALUATE_URL to "
                          "give a separate evaluate server.")
+    group.addoption("--pool-workers", type=_positive_int("--pool-workers"), default=None, metavar="N",
+                    help="cloud pool: VMs to create (default: one per xdist worker, else one).")
+    group.addoption("--pool-region", default=None, metavar="REGION",
+                    help="cloud pool: region (default: aws us-east-1, azure eastus).")
+    group.addoption("--pool-size", default=None, metavar="SIZE",
+                    help="cloud pool: instance type / VM size (default: aws m8i.2xlarge, azure Standard_D8ds_v5).")
+    group.addoption("--pool-image", default=None, metavar="IMAGE",
+                    help="cloud pool: the prepared WAA image (an AMI id; an Azure image id or publisher:offer:sku:version).")
+    group.addoption("--pool-ssh-user", default=None, metavar="USER",
+                    help="cloud pool: the VM login (default: aws ubuntu, azure azureuser).")
+    group.addoption("--pool-ssh-key", default=None, metavar="FILE",
+                    help="cloud pool: a private key whose FILE.pub is installed on the VMs (default: a fresh key per run).")
+    group.addoption("--pool-ssh-cidr", default=None, metavar="CIDR",
+                    help="cloud pool: who may reach port 22 of the VMs (default: anywhere; keys only).")
+    group.addoption("--pool-connect", default=None, choices=("ssh", "direct"),
+                    help="cloud pool: ssh = tunnel to the VM's WAA ports (default); direct = talk to the VM's address.")
+    group.addoption("--pool-address", default=None, choices=("public", "private"),
+                    help="cloud pool: which VM address to connect to (default: public).")
+    group.addoption("--pool-waa-port", type=_positive_int("--pool-waa-port"), default=5000, metavar="PORT",
+                    help="the WAA server's port on the VM (default: 5000).")
+    group.addoption("--pool-evaluate-port", type=_positive_int("--pool-evaluate-port"), default=5051, metavar="PORT",
+                    help="the evaluate server's port on the VM (default: 5051).")
+    group.addoption("--pool-ready-timeout", default=None, metavar="SECONDS",
+                    help="cloud pool: wait up to SECONDS per worker for SSH and WAA readiness (default: 1200).")
+    group.addoption("--pool-auto-shutdown-hours", default=None, metavar="HOURS",
+                    help="cloud pool: VMs stop by themselves after HOURS even if this run dies (default: 4; 0 = never).")
+    group.addoption("--pool-hourly-usd", default=None, metavar="USD",
+                    help="cloud pool: price per VM-hour for the cost (default: the list price of the size created).")
+    group.addoption("--pool-poll-interval", default=None, metavar="SECONDS",
+                    help="cloud pool: seconds between status polls of the cloud (default: 5).")
+    group.addoption("--pool-minutes-per-task", default=None, metavar="MINUTES",
+                    help="--pool-dry-run: VM minutes a task takes (default: 3).")
+    group.addoption("--pool-dry-run", action="store_true", default=False,
+                    help="print the VM cost estimate for the selected tasks and start nothing.")
+    group.addoption("--keep-pool", action="store_true", default=False,
+                    help="cloud pool: leave the VMs running at the end (delete them later with --agentbench-reap).")
+    group.addoption("--agentbench-reap", action="store_true", default=False,
+                    help="delete every VM and resource that pytest-agentbench runs left in --pool aws|azure, then exit.")
+    group.addoption("--reap-run", default=None, metavar="RUN_ID",
+                    help="--agentbench-reap: only this run's resources.")
+    group.addoption("--azure-subscription", default=None, metavar="ID",
+                    help="azure pool: the subscription (default: AZURE_SUBSCRIPTION_ID).")
+    group.addoption("--aws-subnet", default=None, metavar="SUBNET_ID",
+                    help="aws pool: launch in this subnet (default: the default VPC).")
     parser.addini("agentbench_pool", "as --pool", default="")
     parser.addini("agentbench_pool_hosts", "as --pool-hosts", type="args", default=[])
+    for key in ("region", "size", "image", "ssh_user", "ssh_key", "ssh_cidr", "connect", "address", "ready_timeout",
+                "auto_shutdown_hours", "hourly_usd", "poll_interval", "minutes_per_task"):
+        parser.addini(f"agentbench_pool_{key}", f"as --pool-{key.replace('_', '-')}", default="")
+    parser.addini("agentbench_azure_subscription", "as --azure-subscription", default="")
+    parser.addini("agentbench_aws_subnet", "as --aws-subnet", default="")

@@ -44,6 +44,25 @@ def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[d
             terminalreporter.write_line(line)  # type: ignore[attr-defined]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--agentbench-reap`` runs instead of a session; ``--pool-dry-run`` only collects (so
+    ``-k`` and ``-m`` choose the tasks it prices) and never starts a worker or a VM."""
+    if config.getoption("agentbench_reap", False):
+        from .infra.pool_plugin import run_reaper
+
+        try:
+            return run_reaper(config)
+        except pytest.UsageError as exc:
+            print(f"ERROR: {exc}")
+            return int(pytest.ExitCode.USAGE_ERROR)
+    if config.getoption("pool_dry_run", False):
+        if not (config.getoption("pool") or str(config.getini("agentbench_pool")).strip()):
+            raise pytest.UsageError("--pool-dry-run needs --pool static|aws|azure (the pool to price)")
+        config.option.collectonly = True
+    return None
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     if options.audit_requested(config):
@@ -206,6 +225,17 @@ def agent(pytestconfig: pytest.Config) -> Agent:
     from .session import config_state
 
     return config_state(pytestconfig).agent()
+
+
+@pytest.fixture(scope="session")
+def vm(pytestconfig: pytest.Config) -> dict | None:
+    """The cloud VM this process leased (``--pool aws|azure``), as a dict: ``name``,
+    ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``, ``host_key``, ``created_at``.
+    Without xdist the first use creates the run's one VM. None with a static pool or no pool."""
+    from .session import config_state
+
+    pools = config_state(pytestconfig).pools
+    return pools.vm() if pools is not None else None
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .benchmark import Benchmark
     from .manifest import Manifest
     from .model import EpisodeRecord, Task
+    from .infra.pool_plugin import PoolManager
     from .outcomes import Outcome
     from .record.runfolder import RunFolder
     from .registry import AgentRegistry, BenchmarkRegistry
@@ -56,9 +57,9 @@ class AgentbenchPlugin:
         from .record.writer import BackgroundWriter
 
         self.writer = BackgroundWriter()
-        #: The host this process leased from the pool (None without --pool).
-        self.lease: dict[str, Any] | None = None
-        self.pool: Any = None
+        #: The machine pool (``--pool``): leases, connections, VM lifecycle. None without it.
+        self.pools: PoolManager | None = None
+        self._pointed: set[str] = set()
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -114,7 +115,12 @@ class AgentbenchPlugin:
             else:  # the controller had no episodes to play (only suite benchmarks)
                 self.manifest = Manifest()
             self.known_failures = dict(data.get("agentbench_known", {}))
-            self.lease = data.get(LEASE_INPUT)
+            if data.get(LEASE_INPUT) is not None:
+                from .infra.pool_plugin import PoolManager, pool_kind
+
+                self.pools = PoolManager(config, pool_kind(config) or "static")
+                self.pools.lease = data[LEASE_INPUT]
+                config.pluginmanager.register(self.pools, "agentbench-pool")
         else:
             self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
             if self.settings.baseline is not None:
@@ -126,41 +132,28 @@ class AgentbenchPlugin:
                     raise pytest.UsageError(f"--baseline: {exc}") from None
             # Fail fast on a bad --agent (unknown name, missing API key) before anything starts.
             self.make_agent().close()
-            self._start_pool(session)
+            self._start_pool()
         self._start_suites()
         for suite in self.manifest.suites:
             self._register_marker(suite.name, f"tasks of benchmark {suite.name}")
             for domain in sorted({t.get("domain", "default") for t in suite.tasks}):
                 self._register_marker(domain, f"tasks in domain {domain}")
 
-    def _start_pool(self, session: pytest.Session) -> None:
-        """Controller: build the pool; without xdist this process leases the first host itself."""
-        config = self.config
-        kind = config.getoption("pool") or str(config.getini("agentbench_pool")).strip() or None
+    def _start_pool(self) -> None:
+        """Controller: ``--pool`` given: check it and register the pool's deletion (see
+        ``infra/pool_plugin.py``; VMs are created later, per worker or on first use)."""
+        from .infra.pool_plugin import PoolManager, pool_kind
+
+        kind = pool_kind(self.config)
         if kind is None:
             return
-        from .infra.pool import StaticPool, parse_hosts
-
-        entries = config.getoption("pool_hosts") or config.getini("agentbench_pool_hosts") or []
-        try:
-            hosts = parse_hosts(list(entries))
-        except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        if not hosts:
-            raise pytest.UsageError("--pool static needs --pool-hosts URL[,URL...] (one WAA server per worker)")
-        workers = getattr(config.option, "numprocesses", None)
-        if isinstance(workers, int) and workers > len(hosts) and getattr(config.option, "dist", "no") != "no":
-            raise pytest.UsageError(
-                f"--pool static has {len(hosts)} host(s) for {workers} workers; give one host per worker (-n {len(hosts)})")
-        self.pool = StaticPool(hosts)
-        if not config.pluginmanager.hasplugin("dsession"):
-            self.lease = self.pool.lease("main")
-        for bench in self.benchmarks.values():
-            self._apply_lease(bench)
+        self.pools = PoolManager(self.config, kind)
+        self.config.pluginmanager.register(self.pools, "agentbench-pool")
+        self.pools.start()
 
     def _apply_lease(self, bench: Benchmark) -> None:
-        if self.lease is not None and hasattr(bench, "use_server"):
-            bench.use_server(self.lease["server_url"], self.lease.get("evaluate_url"))
+        if self.pools is not None:
+            self.pools.apply(bench)
 
     def _start_suites(self) -> None:
         """Create the suite providers (benchmarks that collect their own items) in this process."""
@@ -201,8 +194,10 @@ class AgentbenchPlugin:
         bench = self.benchmarks.get(name)
         if bench is None:
             bench = self.bench_registry.create(name, self.config)
-            self._apply_lease(bench)
             self.benchmarks[name] = bench
+        if name not in self._pointed and self.pools is not None:
+            self._apply_lease(bench)  # may raise InfrastructureError: the item errors, we retry next item
+        self._pointed.add(name)
         return bench
 
     def agent(self) -> Agent:

@@ -17,12 +17,20 @@ class XdistController:
     def __init__(self, state: AgentbenchPlugin) -> None:
         self.state = state
 
+    def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
+        """A cloud pool creates one VM per worker now, before any worker starts."""
+        pools = self.state.pools
+        if pools is not None and pools.cloud is not None:
+            from .infra.pool_plugin import requested_workers
+
+            pools.provision(max(len(specs), requested_workers(config)))
+
     def pytest_configure_node(self, node: Any) -> None:
         from .session import LEASE_INPUT, MANIFEST_INPUT, RUNFOLDER_INPUT
 
-        if self.state.pool is not None:
+        if self.state.pools is not None:
             # One host per worker from the free list; a replacement worker gets the next free one.
-            node.workerinput[LEASE_INPUT] = self.state.pool.lease(node.gateway.id)
+            node.workerinput[LEASE_INPUT] = self.state.pools.lease_for(node.gateway.id)
         folder = self.state.run_folder
         if folder is None:
             return
@@ -31,8 +39,8 @@ class XdistController:
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        if self.state.pool is not None:
-            self.state.pool.release(node.gateway.id)
+        if self.state.pools is not None:
+            self.state.pools.release(node.gateway.id)
         errors = getattr(node, "workeroutput", {}).get("agentbench_write_errors", [])
         controller = node.config.pluginmanager.get_plugin("agentbench-controller")
         if errors and controller is not None:

@@ -145,3 +145,73 @@ def browser():
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    """A moto server (all AWS APIs, in memory) on a free loopback port for the whole session;
+    yields its URL. boto3 reaches it over real HTTP through ``AWS_ENDPOINT_URL`` (see ``aws_env``).
+    Without moto it skips, except under CI (the dev extra installs it), where it fails."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError:
+        browser_unavailable("AWS provider tests need moto's server mode (pip install 'moto[server]')")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def aws_env(moto_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """Point boto3 at the moto server with fake credentials, from a fresh moto state; returns its URL.
+    Nothing of the machine's AWS setup (profiles, ~/.aws, instance metadata) is read."""
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        empty = tmp_path / f"empty-{name.lower()}"
+        empty.write_text("")
+        monkeypatch.setenv(name, str(empty))
+    httpx.post(f"{moto_server}/moto-api/reset", timeout=10).raise_for_status()
+    return moto_server
+
+
+@pytest.fixture(scope="session")
+def moto_ami(moto_server: str) -> str:
+    """An Ubuntu AMI id from moto's catalogue, looked up once: the catalogue survives resets and
+    listing it takes about a second."""
+    import boto3
+
+    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_server,
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "name", "Values": ["*ubuntu*"]}])["Images"]
+    return sorted(i["ImageId"] for i in images)[0]
+
+
+def notepad_project(root: Path, count: int) -> list[str]:
+    """``count`` copies of WAA's notepad task (ids t1..tN) under ``root/examples``, an index naming
+    them, and a scripted agent that solves each; returns the pytest arguments for that run."""
+    import shutil
+
+    from pytest_agentbench.testing import NOTEPAD_SOLUTION, NOTEPAD_TASK
+
+    source = Path(__file__).parent / "data" / "waa" / "examples" / "notepad" / f"{NOTEPAD_TASK}.json"
+    examples = root / "examples" / "notepad"
+    examples.mkdir(parents=True)
+    ids = [f"t{n}" for n in range(1, count + 1)]
+    for task_id in ids:
+        shutil.copy(source, examples / f"{task_id}.json")
+    (root / "index.json").write_text(json.dumps({"notepad": ids}))
+    (root / "script.json").write_text(json.dumps({"*": NOTEPAD_SOLUTION}))
+    return ["--bench=waa", "--waa-examples", str(root / "examples"), "--waa-index", str(root / "index.json"),
+            "--agent", "scripted", "--agent-script", str(root / "script.json")]

@@ -246,3 +246,63 @@ def test_silent_server_times_out_clearly(paramiko_installed):
         with pytest.raises(TunnelError, match=rf"SSH handshake with 127\.0\.0\.1:{port} did not complete within 0\.5s"):
             SSHTunnel("127.0.0.1", port, "nobody", insecure_accept_any_host_key=True, connect_timeout=0.5).start()
         assert time.monotonic() - started < 5
+
+
+# -- a cloud pool's connection to its VM (infra/connect.py) with the keys the pool makes ----------
+def _lease(sshd, waa, tmp_path, *, host_key=None, ready_timeout=5.0):
+    from pytest_agentbench.infra import cloud_init
+
+    pair = cloud_init.new_ed25519("agentbench-test")
+    key = cloud_init.write_private_key(tmp_path / "login_key", pair)
+    with (sshd.root / "authorized_keys").open("a") as keys:  # what cloud-init's ssh_authorized_keys does
+        keys.write(pair.public_openssh + "\n")
+    vm = {"name": "agentbench-test-0", "provider": "aws", "resource_id": "i-0", "region": "us-east-1",
+          "size": "m8i.2xlarge", "ssh_user": sshd.user, "public_ip": "127.0.0.1", "private_ip": None,
+          "created_at": 0.0, "deleted_at": None, "host_key": host_key or sshd.host_pub, "extra": {"ssh_port": sshd.port}}
+    return {"name": vm["name"], "kind": "cloud", "vm": vm, "connect": "ssh", "address": "public",
+            "ssh_key": str(key), "waa_port": int(waa.url.rsplit(":", 1)[1]),
+            "evaluate_port": int(waa.evaluate_url.rsplit(":", 1)[1]), "ready_timeout": ready_timeout}
+
+
+def test_vm_connection_tunnels_with_the_pools_fresh_login_key_and_pinned_host_key(sshd, waa, tmp_path):
+    from pytest_agentbench.infra.connect import VMConnection
+
+    connection = VMConnection(_lease(sshd, waa, tmp_path))
+    try:
+        server, evaluate = connection.open()
+        assert server.startswith("http://127.0.0.1:") and server != waa.url
+        assert httpx.get(f"{server}/probe", timeout=5).status_code == 200
+        assert httpx.get(f"{evaluate}/probe", timeout=5).status_code == 200
+    finally:
+        connection.close()
+    assert (tmp_path / "login_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_vm_connection_refuses_a_vm_with_another_host_key_within_the_timeout(sshd, waa, tmp_path):
+    from pytest_agentbench.benchmark import InfrastructureError
+    from pytest_agentbench.infra.connect import VMConnection
+
+    other = (sshd.root / "other_ed25519.pub").read_text().strip()
+    connection = VMConnection(_lease(sshd, waa, tmp_path, host_key=other, ready_timeout=0.5))
+    with pytest.raises(InfrastructureError) as info:
+        connection.open()
+    message = str(info.value)
+    assert "\n" not in message and "agentbench-test-0" in message and f"127.0.0.1:{sshd.port}" in message
+
+
+def test_the_host_key_put_in_user_data_is_a_key_openssh_reads(tmp_path):
+    """The VM's host key travels in cloud-init's ssh_keys; OpenSSH must read the private half and
+    derive exactly the public half the tunnel pins."""
+    from pytest_agentbench.infra import cloud_init
+
+    if shutil.which("ssh-keygen") is None:
+        _missing("ssh-keygen is not installed (Debian package openssh-client)")
+    pair = cloud_init.new_ed25519("host")
+    path = cloud_init.write_private_key(tmp_path / "host", pair)
+    derived = subprocess.run(["ssh-keygen", "-y", "-f", str(path)], check=True, capture_output=True, text=True).stdout
+    assert derived.split()[:2] == pair.public_openssh.split()[:2]
+    data = cloud_init.user_data(login_public_key="ssh-ed25519 AAAA login", host_key=pair, shutdown_minutes=240)
+    assert data.startswith("#cloud-config\n")
+    assert "  - ssh-ed25519 AAAA login\n" in data and "  - [shutdown, -h, '+240']\n" in data
+    assert "    -----BEGIN OPENSSH PRIVATE KEY-----\n" in data
+    assert f"  ed25519_public: {' '.join(pair.public_openssh.split()[:2])}\n" in data

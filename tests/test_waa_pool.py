@@ -4,16 +4,13 @@ with real loopback servers (``FakeWAAServer``), one per host."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from conftest import only_run_folder, results
+from conftest import notepad_project, only_run_folder, results
 
 EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
-from pytest_agentbench.testing import NOTEPAD_SOLUTION as SCRIPT
 from pytest_agentbench.testing import NOTEPAD_TASK as NOTEPAD
 
 
@@ -34,14 +31,7 @@ def hosts():
 @pytest.fixture
 def project(pytester):
     """Four copies of the notepad task (ids t1..t4) and an index naming them."""
-    examples = pytester.path / "examples" / "notepad"
-    examples.mkdir(parents=True)
-    for n in range(1, 5):
-        shutil.copy(EXAMPLES / "notepad" / f"{NOTEPAD}.json", examples / f"t{n}.json")
-    (pytester.path / "index.json").write_text(json.dumps({"notepad": [f"t{n}" for n in range(1, 5)]}))
-    (pytester.path / "script.json").write_text(json.dumps({"*": SCRIPT}))
-    return ["--bench=waa", "--waa-examples", str(pytester.path / "examples"), "--waa-index",
-            str(pytester.path / "index.json"), "--agent", "scripted", "--agent-script", str(pytester.path / "script.json")]
+    return notepad_project(pytester.path, 4)
 
 
 def evaluations(server) -> int:

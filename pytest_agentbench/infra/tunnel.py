@@ -111,7 +111,7 @@ class _Forward:
         while not stop.is_set():
             try:
                 conn, peer = self.sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 break
@@ -334,7 +334,7 @@ class SSHTunnel:
             raise TunnelError(f"cannot connect to SSH server {where}: {cause} (is sshd running there?)") from None
         except socket.gaierror as exc:
             raise TunnelError(f"cannot resolve SSH host {self.host!r} ({where}): {exc.strerror or exc}") from None
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise TunnelError(
                 f"SSH connection to {where} timed out after {self.connect_timeout:g}s"
             ) from None

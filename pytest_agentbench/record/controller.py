@@ -91,6 +91,7 @@ class RunController:
             "max_steps": settings.max_steps,
             **overall,
             "by_domain": m.by_domain(attempts),
+            "vm_cost": self.state.pools.cost() if self.state.pools is not None else None,
             "statuses": _count(r["status"] for r in self.records),
             "tasks": [
                 {k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",

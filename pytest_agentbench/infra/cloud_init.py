@@ -1,0 +1,84 @@
+"""Keys and cloud-init user data for the VMs a cloud pool creates.
+
+Each run makes two fresh Ed25519 key pairs: a login key (its public half goes into the VM's
+``authorized_keys``) and a host key, installed as the VM's SSH host key through cloud-init's
+``ssh_keys``. Because the harness chose the host key, the tunnel pins it and never has to trust a
+VM on first use. Keys are written with mode 0600 to the run's pool folder, so a pool kept with
+``--keep-pool`` can still be reached with ``ssh -i``.
+
+The user data is a ``#cloud-config`` document (cloud-init runs it on Ubuntu images on AWS and
+Azure). It may add ``shutdown -h +MIN``: with AWS's terminate-on-shutdown behaviour, a VM the
+harness lost (the harness was killed with SIGKILL) ends itself.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class KeySetupError(RuntimeError):
+    """Keys could not be made or read; one line."""
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    private_openssh: str
+    public_openssh: str  # "ssh-ed25519 AAAA... comment"
+
+
+def new_ed25519(comment: str) -> KeyPair:
+    """A fresh Ed25519 key pair in OpenSSH format (cryptography, which paramiko depends on)."""
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    except ImportError:
+        raise KeySetupError("cloud pools need paramiko (and cryptography): pip install 'pytest-agentbench[ssh]'") from None
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption()).decode("ascii")
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                           serialization.PublicFormat.OpenSSH).decode("ascii")
+    return KeyPair(private, f"{public} {comment}")
+
+
+def write_private_key(path: Path, pair: KeyPair) -> Path:
+    """Write ``pair`` as ``path`` (0600) and ``path.pub``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(pair.private_openssh)
+    path.with_name(path.name + ".pub").write_text(pair.public_openssh + "\n")
+    return path
+
+
+def read_public_key(private_path: Path) -> str:
+    """The public half of a user-given login key: ``KEY.pub`` next to it."""
+    pub = private_path.with_name(private_path.name + ".pub")
+    try:
+        text = pub.read_text().strip()
+    except OSError:
+        raise KeySetupError(f"--pool-ssh-key {private_path}: its public key {pub} cannot be read; "
+                        f"create it with ssh-keygen -y -f {private_path} > {pub}") from None
+    if not text.startswith(("ssh-", "ecdsa-")):
+        raise KeySetupError(f"--pool-ssh-key {private_path}: {pub} is not an OpenSSH public key")
+    return text
+
+
+def _block(text: str, indent: int) -> str:
+    pad = " " * indent
+    return "\n".join(pad + line for line in text.strip("\n").splitlines())
+
+
+def user_data(*, login_public_key: str, host_key: KeyPair | None, shutdown_minutes: int | None) -> str:
+    """The ``#cloud-config`` document for one VM (plain YAML written by hand: no YAML library is
+    needed for three keys, and every value is a key or a number we made)."""
+    lines = ["#cloud-config", "ssh_pwauth: false", "ssh_authorized_keys:", f"  - {login_public_key}"]
+    if host_key is not None:
+        public = " ".join(host_key.public_openssh.split()[:2])
+        lines += ["ssh_deletekeys: true", "ssh_keys:", "  ed25519_private: |",
+                  _block(host_key.private_openssh, 4), f"  ed25519_public: {public}"]
+    if shutdown_minutes:
+        lines += ["runcmd:", f"  - [shutdown, -h, '+{int(shutdown_minutes)}']"]
+    return "\n".join(lines) + "\n"

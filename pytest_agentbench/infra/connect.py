@@ -1,0 +1,76 @@
+"""One process's way to its leased VM: the WAA and evaluate server URLs, through an SSH tunnel
+(the default) or straight to the VM's address (``--pool-connect direct``, for a harness inside
+the VM's network).
+
+A VM that was just created may not accept SSH for a minute or two: the tunnel is retried until
+the lease's ready timeout. A conftest (or plugin) can choose the endpoints itself with the
+``pytest_agentbench_vm_endpoints`` hook (a bastion, a VPN address, a test double); then no tunnel
+is opened here.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..benchmark import InfrastructureError
+
+
+class VMConnection:
+    """Opened once per process; ``open`` returns ``(server_url, evaluate_url)``."""
+
+    def __init__(self, lease: dict[str, Any], endpoints: dict[str, str] | None = None) -> None:
+        self.lease = lease
+        self.vm = lease["vm"]
+        self._endpoints = endpoints
+        self._tunnel: Any = None
+        self.deadline = time.monotonic() + float(lease.get("ready_timeout") or 0)
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def _address(self) -> str:
+        vm = self.vm
+        if self.lease.get("address") == "private":
+            address = vm.get("private_ip") or vm.get("public_ip")
+        else:
+            address = vm.get("public_ip") or vm.get("private_ip")
+        if not address:
+            raise InfrastructureError(f"VM {vm['name']} has no IP address; check it in the {vm['provider']} console")
+        return str(address)
+
+    def open(self) -> tuple[str, str | None]:
+        if self._endpoints:
+            return self._endpoints["server_url"], self._endpoints.get("evaluate_url")
+        waa, evaluate = int(self.lease["waa_port"]), int(self.lease["evaluate_port"])
+        if self.lease.get("connect") == "direct":
+            host = self._address()
+            return f"http://{host}:{waa}", f"http://{host}:{evaluate}"
+        return self._open_tunnel(waa, evaluate)
+
+    def _open_tunnel(self, waa: int, evaluate: int) -> tuple[str, str | None]:
+        from .tunnel import SSHTunnel, TunnelError
+
+        host = self._address()
+        last = ""
+        while True:
+            port = int((self.vm.get("extra") or {}).get("ssh_port", 22))
+            tunnel = SSHTunnel(host, port, self.vm["ssh_user"], key_filename=self.lease["ssh_key"],
+                               host_key=self.vm.get("host_key"),
+                               forwards=[(0, "127.0.0.1", port) for port in dict.fromkeys((waa, evaluate))],
+                               connect_timeout=min(10.0, max(1.0, self.remaining())))
+            try:
+                tunnel.start()
+            except TunnelError as exc:
+                last = str(exc)
+                if self.remaining() <= 0:
+                    raise InfrastructureError(f"VM {self.vm['name']}: no SSH tunnel within the ready timeout: {last}") from None
+                time.sleep(min(5.0, self.remaining()))
+                continue
+            self._tunnel = tunnel
+            return tunnel.local_url(waa), tunnel.local_url(evaluate)
+
+    def close(self) -> None:
+        tunnel, self._tunnel = self._tunnel, None
+        if tunnel is not None:
+            tunnel.stop()

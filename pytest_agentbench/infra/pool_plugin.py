@@ -1,0 +1,414 @@
+"""The pytest side of machine pools (``--pool static|aws|azure``): options to objects, leases to
+processes, connections to benchmarks, and deletion on every exit path.
+
+Where each step happens (DESIGN §3.5):
+
+* controller, session start: options are checked and the cloud is asked, read-only, whether the
+  credentials, region, size and image work (one-line usage errors); the deletion is registered
+  with ``config.add_cleanup`` and SIGTERM is turned into KeyboardInterrupt, before anything exists;
+* controller, ``pytest_xdist_setupnodes``: one VM per worker is created (in parallel);
+  ``pytest_configure_node`` leases one to each worker, ``pytest_testnodedown`` gives it back, so a
+  replacement worker gets a free VM;
+* without xdist, the first item that needs the benchmark (or the ``vm`` fixture) creates the one VM;
+* every process opens its own connection (an SSH tunnel) on first use and waits for WAA readiness;
+  a VM that never becomes ready makes the items errors, not failures;
+* controller, session finish (and the cleanup as a safety net): every VM is deleted, unless
+  ``--keep-pool``; the VM cost goes into the summary and the terminal.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ..benchmark import Benchmark
+    from .cloud_pool import CloudPool
+    from .connect import VMConnection
+    from .pool import StaticPool
+
+CLOUD_KINDS = ("aws", "azure")
+POOL_KINDS = ("static", *CLOUD_KINDS)
+
+
+def pool_kind(config: pytest.Config) -> str | None:
+    kind = config.getoption("pool") or str(config.getini("agentbench_pool")).strip() or None
+    if kind is not None and kind not in POOL_KINDS:
+        raise pytest.UsageError(f"ini agentbench_pool must be one of {', '.join(POOL_KINDS)}, got {kind!r}")
+    return kind
+
+
+def _opt(config: pytest.Config, name: str) -> Any:
+    """The option ``--pool-<name>`` (dest ``pool_<name>``), else the ini key ``agentbench_pool_<name>``."""
+    value = config.getoption(name)
+    if value not in (None, ""):
+        return value
+    raw = str(config.getini(f"agentbench_{name}")).strip()
+    return raw or None
+
+
+def _float_setting(config: pytest.Config, name: str, default: float | None, flag: str) -> float | None:
+    value = _opt(config, name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{flag} must be a number, got {value!r}") from None
+    if not 0 <= number < float("inf"):
+        raise pytest.UsageError(f"{flag} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def new_run_id() -> str:
+    """Unique per invocation, short, and valid in AWS tags and Azure resource names."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def provider_config(config: pytest.Config, kind: str, run_id: str) -> Any:
+    from .providers.base import ProviderConfig
+
+    extra: dict[str, Any] = {}
+    if kind == "azure":
+        sub = _opt(config, "azure_subscription")
+        if sub:
+            extra["subscription_id"] = sub
+    if kind == "aws":
+        subnet = _opt(config, "aws_subnet")
+        if subnet:
+            extra["subnet_id"] = subnet
+    cidr = _opt(config, "pool_ssh_cidr")
+    if cidr:
+        extra["ssh_cidr"] = cidr
+    for given in config.hook.pytest_agentbench_pool_provider_extra(kind=kind, config=config):
+        extra.update(given or {})
+    poll = _float_setting(config, "pool_poll_interval", 5.0, "--pool-poll-interval")
+    return ProviderConfig(run_id=run_id, region=_opt(config, "pool_region"), size=_opt(config, "pool_size"),
+                          image=_opt(config, "pool_image"), ssh_user=_opt(config, "pool_ssh_user"), extra=extra,
+                          poll_interval=poll or 0.0)
+
+
+def make_provider(config: pytest.Config, kind: str, run_id: str) -> Any:
+    from .providers import make_provider as make
+
+    return make(kind, provider_config(config, kind, run_id))
+
+
+def requested_workers(config: pytest.Config) -> int:
+    """VMs to create: ``--pool-workers``, else one per xdist worker, else one."""
+    explicit = config.getoption("pool_workers")
+    if explicit:
+        return int(explicit)
+    tx = getattr(config.option, "tx", None) or []
+    numprocesses = getattr(config.option, "numprocesses", None)
+    if isinstance(numprocesses, int) and numprocesses > 0:
+        return numprocesses
+    return max(1, len(tx))
+
+
+def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+class PoolManager:
+    """One per process when ``--pool`` is given; registered as the plugin ``agentbench-pool``."""
+
+    def __init__(self, config: pytest.Config, kind: str) -> None:
+        self.config = config
+        self.kind = kind
+        self.static: StaticPool | None = None
+        self.cloud: CloudPool | None = None
+        #: this process's lease (a worker's from workerinput; the controller's own without xdist)
+        self.lease: dict[str, Any] | None = None
+        self.connection: VMConnection | None = None
+        self._endpoints: tuple[str, str | None] | None = None
+        self._connect_error: str | None = None
+        self._provision_error: str | None = None
+        self._old_sigterm: Any = None
+        self.dry_run = bool(config.getoption("pool_dry_run"))
+        self.run_id: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def is_cloud(self) -> bool:
+        return self.kind in CLOUD_KINDS
+
+    @property
+    def distributed(self) -> bool:
+        return self.config.pluginmanager.hasplugin("dsession")
+
+    # -- controller: start -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Check options and the cloud account; register the deletion before anything exists."""
+        if self.kind == "static":
+            self._start_static()
+            return
+        if self.dry_run or self.config.option.collectonly:
+            return  # nothing may start; the dry run's estimate is printed after collection
+        from .cloud_pool import CloudPool, PoolOptions
+        from .providers.base import ProviderError
+
+        self.run_id = new_run_id()
+        try:
+            provider = make_provider(self.config, self.kind, self.run_id)
+            provider.check()
+        except ProviderError as exc:
+            raise pytest.UsageError(f"--pool {self.kind}: {exc}") from None
+        workers = requested_workers(self.config)
+        nodes = len(getattr(self.config.option, "tx", None) or [])
+        if self.distributed and workers < nodes:
+            raise pytest.UsageError(f"--pool-workers {workers} is fewer than the {nodes} xdist workers; "
+                                    f"give one VM per worker (--pool-workers {nodes})")
+        ssh_key = _opt(self.config, "pool_ssh_key")
+        ready = _float_setting(self.config, "pool_ready_timeout", 1200.0, "--pool-ready-timeout")
+        options = PoolOptions(
+            run_id=self.run_id, keep=bool(self.config.getoption("keep_pool")),
+            auto_shutdown_hours=_float_setting(self.config, "pool_auto_shutdown_hours", 4.0,
+                                               "--pool-auto-shutdown-hours") or 0.0,
+            connect=_opt(self.config, "pool_connect") or "ssh", address=_opt(self.config, "pool_address") or "public",
+            waa_port=int(self.config.getoption("pool_waa_port")), evaluate_port=int(self.config.getoption("pool_evaluate_port")),
+            ready_timeout=ready if ready is not None else 1200.0,
+            hourly_usd=_float_setting(self.config, "pool_hourly_usd", None, "--pool-hourly-usd"),
+            ssh_key=Path(ssh_key).expanduser() if ssh_key else None)
+        if options.connect not in ("ssh", "direct"):
+            raise pytest.UsageError(f"--pool-connect must be ssh or direct, got {options.connect!r}")
+        if options.address not in ("public", "private"):
+            raise pytest.UsageError(f"--pool-address must be public or private, got {options.address!r}")
+        if options.ssh_key is not None:
+            from .cloud_init import KeySetupError, read_public_key
+
+            try:
+                read_public_key(options.ssh_key)
+            except KeySetupError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        self.cloud = CloudPool(provider, options, log=self._log)
+        # From here on, whatever exists is deleted however the run ends.
+        self.config.add_cleanup(self.destroy)
+        if threading.current_thread() is threading.main_thread():
+            self._old_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+    def _start_static(self) -> None:
+        from .pool import StaticPool, parse_hosts
+
+        entries = self.config.getoption("pool_hosts") or self.config.getini("agentbench_pool_hosts") or []
+        try:
+            hosts = parse_hosts(list(entries))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if not hosts:
+            raise pytest.UsageError("--pool static needs --pool-hosts URL[,URL...] (one WAA server per worker)")
+        workers = getattr(self.config.option, "numprocesses", None)
+        if isinstance(workers, int) and workers > len(hosts) and self.distributed:
+            raise pytest.UsageError(
+                f"--pool static has {len(hosts)} host(s) for {workers} workers; give one host per worker (-n {len(hosts)})")
+        self.static = StaticPool(hosts)
+        if not self.distributed:
+            self.lease = self.static.lease("main")
+
+    def set_folder(self, folder: Path) -> None:
+        if self.cloud is not None:
+            self.cloud.options.folder = folder / "pool"
+
+    # -- controller: create and lease ------------------------------------------------------------
+    def provision(self, count: int) -> None:
+        """Create ``count`` VMs; a cloud refusal is a usage error (what exists is deleted)."""
+        from .providers.base import ProviderError
+
+        if self.cloud is None:
+            return
+        if self.cloud.options.folder is None:
+            from ..session import STATE_KEY
+
+            state = self.config.stash.get(STATE_KEY, None)
+            folder = state.run_folder.path if state is not None and state.run_folder is not None else None
+            if folder is not None:
+                self.set_folder(folder)
+        try:
+            self.cloud.provision(count)
+        except ProviderError as exc:
+            self._provision_error = str(exc)
+            raise pytest.UsageError(f"--pool {self.kind}: {exc}") from None
+
+    def lease_for(self, holder: str) -> dict[str, Any] | None:
+        if self.static is not None:
+            return self.static.lease(holder)
+        if self.cloud is not None:
+            return self.cloud.lease(holder)
+        return None
+
+    def release(self, holder: str) -> None:
+        if self.static is not None:
+            self.static.release(holder)
+        elif self.cloud is not None:
+            self.cloud.release(holder)
+
+    def _ensure_own_lease(self) -> None:
+        """Without xdist: the first use creates the one VM this process leases."""
+        if self.lease is not None or self.cloud is None or self.distributed:
+            return
+        with self._lock:
+            if self.lease is not None:
+                return
+            if self._provision_error:
+                pytest.exit(f"--pool {self.kind}: {self._provision_error}", returncode=pytest.ExitCode.USAGE_ERROR)
+            if not self.cloud.free and not self.cloud.leased:
+                try:
+                    self.provision(1)
+                except pytest.UsageError as exc:
+                    pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+            self.lease = self.cloud.lease("main")
+
+    def vm(self) -> dict[str, Any] | None:
+        """The VM (as a dict) this process uses; creates it without xdist. None for static pools."""
+        self._ensure_own_lease()
+        if self.lease is None or self.lease.get("kind") != "cloud":
+            return None
+        return dict(self.lease["vm"])
+
+    # -- any process: connect a benchmark ----------------------------------------------------------
+    def apply(self, bench: Benchmark) -> None:
+        """Point ``bench`` at this process's leased host (opening the tunnel on first use)."""
+        if not hasattr(bench, "use_server"):
+            return
+        self._ensure_own_lease()
+        lease = self.lease
+        if lease is None:
+            return
+        if lease.get("kind") != "cloud":
+            bench.use_server(lease["server_url"], lease.get("evaluate_url"))
+            return
+        server, evaluate = self._connect(lease)
+        bench.use_server(server, evaluate)
+        if hasattr(bench, "ready_timeout") and self.connection is not None:
+            bench.ready_timeout = max(1.0, self.connection.remaining())
+
+    def _connect(self, lease: dict[str, Any]) -> tuple[str, str | None]:
+        from ..benchmark import InfrastructureError
+        from .connect import VMConnection
+
+        if self._endpoints is not None:
+            return self._endpoints
+        if self._connect_error is not None:
+            raise InfrastructureError(self._connect_error)
+        endpoints = self.config.hook.pytest_agentbench_vm_endpoints(vm=dict(lease["vm"]), config=self.config)
+        connection = VMConnection(lease, endpoints)
+        try:
+            self._endpoints = connection.open()
+        except InfrastructureError as exc:
+            self._connect_error = str(exc)
+            raise
+        self.connection = connection
+        return self._endpoints
+
+    # -- controller: end -------------------------------------------------------------------------
+    def destroy(self) -> None:
+        """Delete the pool (idempotent); restore SIGTERM. Runs at session finish and as a cleanup."""
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+        if self.cloud is not None:
+            self.cloud.destroy()
+        if self._old_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._old_sigterm)
+            self._old_sigterm = None
+
+    def cost(self) -> dict[str, Any] | None:
+        return self.cloud.cost() if self.cloud is not None and self.cloud.vms else None
+
+    def _log(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line, flush=True)
+
+    # -- hooks -----------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Every item has run (or the run was interrupted): delete now, before the run summary is
+        # written, so the summary holds the final VM cost. The cleanup repeats it as a no-op.
+        if not hasattr(self.config, "workerinput"):
+            self.destroy()
+        elif self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.dry_run:
+            self._print_estimate(terminalreporter)
+            return
+        cost = self.cost()
+        if cost is None:
+            return
+        from .prices import money
+
+        rate = "price unknown (give --pool-hourly-usd)" if cost["hourly_usd"] is None else f"${cost['hourly_usd']:.4f}/hr"
+        state = "kept running" if self.cloud is not None and self.cloud.options.keep else "deleted"
+        terminalreporter.write_line(
+            f"VM cost: {cost['vms']} {cost['provider']} {cost['size']} VM(s), {cost['vm_hours']:.2f} vm-hours "
+            f"@ {rate} = {money(cost['vm_usd'])} ({state})")
+
+    def _print_estimate(self, terminalreporter: Any) -> None:
+        from ..collect import BenchItem
+        from .prices import DEFAULT_MINUTES_PER_TASK, estimate, hourly_price, money
+
+        session = getattr(terminalreporter, "_session", None)
+        items = [i for i in (getattr(session, "items", None) or []) if isinstance(i, BenchItem)]
+        workers = requested_workers(self.config)
+        write = terminalreporter.write_line
+        write("")
+        if self.kind == "static":
+            write(f"Pool dry run (static): {len(items)} tasks on existing hosts; no VM is created, no VM cost.")
+            return
+        from .providers import make_provider as make
+        from .providers.base import ProviderError
+
+        try:
+            provider = make(self.kind, provider_config(self.config, self.kind, "dry-run"))
+            size, region = provider.size, provider.region
+        except ProviderError as exc:
+            write(f"Pool dry run: {exc}")
+            return
+        rate = hourly_price(self.kind, size, _float_setting(self.config, "pool_hourly_usd", None, "--pool-hourly-usd"))
+        minutes = _float_setting(self.config, "pool_minutes_per_task", DEFAULT_MINUTES_PER_TASK,
+                                 "--pool-minutes-per-task") or DEFAULT_MINUTES_PER_TASK
+        est = estimate(len(items), workers, rate, minutes)
+        shown_rate = "price unknown (give --pool-hourly-usd)" if rate is None else f"${rate:.4f}/hr"
+        per_task = "" if est.vm_usd is None or not items else f"   (${est.vm_usd / len(items):.4f}/task)"
+        write(f"Pool dry run ({self.kind}, {size} in {region}, {workers} VM(s)): {len(items)} tasks")
+        write(f"  VM-hours:   {est.vm_hours:.2f} vm-hours @ {shown_rate} = {money(est.vm_usd)}{per_task}")
+        write(f"  Assumes {minutes:g} min per task and 0.25 h per VM to boot and become ready; "
+              "model cost is not included.")
+        write("  Nothing was started.")
+
+
+def run_reaper(config: pytest.Config) -> int:
+    """``pytest --agentbench-reap --pool aws|azure [--reap-run ID]``: delete what runs left behind."""
+    from .providers.base import ProviderError
+
+    kind = pool_kind(config)
+    if kind not in CLOUD_KINDS:
+        raise pytest.UsageError("--agentbench-reap needs --pool aws or --pool azure (the cloud to clean up)")
+    run = config.getoption("reap_run")
+    try:
+        provider = make_provider(config, kind, run or "reaper")
+        found = provider.find_leftovers(run)
+    except ProviderError as exc:
+        raise pytest.UsageError(f"--agentbench-reap --pool {kind}: {exc}") from None
+    scope = f"run {run}" if run else "any run"
+    print(f"agentbench reap: {kind} {provider.region}: {len(found)} resource(s) tagged agentbench-run ({scope})")
+    for item in found:
+        print(f"  {item.kind:<15} {item.name:<40} run {item.run_id:<24} {item.state}")
+    if not found:
+        return 0
+    failures = provider.reap(found)
+    for line in failures:
+        print(f"agentbench reap: ERROR: {line}")
+    print(f"agentbench reap: deleted {len(found) - len(failures)} of {len(found)} resource(s)")
+    return 1 if failures else 0

@@ -1,0 +1,306 @@
+"""Cloud pools end to end: real pytest runs (subprocesses, with xdist) create VMs in moto's server
+over real HTTP, play WAA tasks on them, and leave nothing behind on any exit path: a normal end,
+``-x``, an item that cannot reach its VM, a creation that fails half way, Ctrl-C, SIGTERM and a
+worker that dies.
+
+moto's VMs have no network, so the project's conftest answers the ``pytest_agentbench_vm_endpoints``
+hook with a loopback fake WAA server per process (the SSH tunnel to a VM is tested against a real
+sshd in test_pool_connect.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import QUIET, notepad_project, only_run_folder
+
+pytest.importorskip("boto3")
+pytest.importorskip("moto")
+
+EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
+from pytest_agentbench.testing import NOTEPAD_SOLUTION
+from pytest_agentbench.testing import NOTEPAD_TASK as NOTEPAD
+
+CONFTEST = r'''
+import json, os, time
+from pathlib import Path
+
+import pytest
+
+_server = None
+
+if os.environ.get("LIFECYCLE_FAIL_SECOND_CREATE"):
+    from pytest_agentbench.infra.providers.aws import AWSProvider
+    from pytest_agentbench.infra.providers.base import ProviderError
+
+    _create = AWSProvider.create_vm
+    _calls = []
+
+    def create_vm(self, spec):
+        _calls.append(spec.name)
+        if len(_calls) == 2:
+            raise ProviderError("instance limit exceeded for m8i.2xlarge in us-east-1 (test)")
+        return _create(self, spec)
+
+    AWSProvider.create_vm = create_vm
+
+
+def pytest_agentbench_vm_endpoints(vm, config):
+    global _server
+    marks = Path(os.environ["LIFECYCLE_MARKS"])
+    marks.mkdir(exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    (marks / f"vm-{worker}-{os.getpid()}").write_text(json.dumps(vm))
+    if os.environ.get("LIFECYCLE_CRASH") and worker == "gw0" and not (marks / "crashed").exists():
+        (marks / "crashed").write_text("x")
+        os._exit(3)
+    if os.environ.get("LIFECYCLE_BLOCK"):
+        (marks / f"blocked-{worker}").write_text("x")
+        for _ in range(300):
+            time.sleep(0.1)
+    if os.environ.get("LIFECYCLE_UNREACHABLE"):
+        return {"server_url": "http://127.0.0.1:9", "evaluate_url": "http://127.0.0.1:9"}
+    if _server is None:
+        from pytest_agentbench.testing import FakeWAAServer, serve_notepad_gold
+        _server = FakeWAAServer()
+        _server.start()
+        serve_notepad_gold(_server, json.loads(Path(os.environ["LIFECYCLE_TASK"]).read_text()))
+    return {"server_url": _server.url, "evaluate_url": _server.evaluate_url}
+'''
+
+
+def ec2():
+    import boto3
+
+    return boto3.client("ec2", region_name="us-east-1")
+
+
+def live_instances() -> list[dict]:
+    found = ec2().describe_instances(Filters=[
+        {"Name": "tag-key", "Values": ["agentbench-run"]},
+        {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}])
+    return [i for r in found["Reservations"] for i in r["Instances"]]
+
+
+def all_instances() -> list[dict]:
+    found = ec2().describe_instances(Filters=[{"Name": "tag-key", "Values": ["agentbench-run"]}])
+    return [i for r in found["Reservations"] for i in r["Instances"]]
+
+
+def run_groups() -> list[dict]:
+    found = ec2().describe_security_groups(Filters=[{"Name": "tag-key", "Values": ["agentbench-run"]}])
+    return found["SecurityGroups"]
+
+
+@pytest.fixture
+def ami(aws_env, moto_ami) -> str:
+    return moto_ami
+
+
+@pytest.fixture
+def project(pytester, aws_env, ami, monkeypatch):
+    """Four notepad tasks, a scripted agent that solves them, and a cloud pool on moto."""
+    pytester.makeconftest(CONFTEST)
+    return [*lifecycle_project(pytester, monkeypatch),
+            "--pool", "aws", "--pool-image", ami, "--pool-poll-interval", "0", "--pool-ready-timeout", "20"]
+
+
+def lifecycle_project(pytester, monkeypatch) -> list[str]:
+    monkeypatch.setenv("LIFECYCLE_MARKS", str(pytester.path / "marks"))
+    monkeypatch.setenv("LIFECYCLE_TASK", str(EXAMPLES / "notepad" / f"{NOTEPAD}.json"))
+    return notepad_project(pytester.path, 4)
+
+
+def summary(root: Path) -> dict:
+    return json.loads((only_run_folder(root) / "summary.json").read_text())
+
+
+def test_xdist_run_creates_one_vm_per_worker_and_deletes_them(run_sub, pytester, project):
+    result = run_sub(*project, "-n", "2")
+    result.assert_outcomes(passed=4)
+    assert live_instances() == [] and run_groups() == []
+    created = all_instances()
+    assert len(created) == 2
+    # Each worker got its own VM, and every VM was tagged with the one run id.
+    used = {json.loads(p.read_text())["resource_id"] for p in (pytester.path / "marks").glob("vm-gw*")}
+    assert used == {i["InstanceId"] for i in created}
+    run_ids = {t["Value"] for i in created for t in i["Tags"] if t["Key"] == "agentbench-run"}
+    assert len(run_ids) == 1
+    cost = summary(pytester.path)["vm_cost"]
+    assert cost["final"] is True and cost["vms"] == 2 and cost["size"] == "m8i.2xlarge"
+    assert cost["hourly_usd"] == pytest.approx(0.42336)
+    assert cost["vm_usd"] == pytest.approx(cost["vm_hours"] * 0.42336, abs=1e-4)
+    result.stdout.fnmatch_lines(["*VM cost: 2 aws m8i.2xlarge VM(s), * vm-hours @ $0.4234/hr = $*(deleted)*"])
+    pool = json.loads((only_run_folder(pytester.path) / "pool" / "pool.json").read_text())
+    assert pool["destroyed"] is True and all(vm["deleted_at"] for vm in pool["vms"])
+
+
+def test_without_xdist_one_vm_is_created_on_first_use(run_sub, pytester, project):
+    result = run_sub(*project, "-k", "t1 or t2")
+    result.assert_outcomes(passed=2)
+    assert len(all_instances()) == 1 and live_instances() == []
+
+
+def test_collect_only_creates_nothing(run_sub, project):
+    result = run_sub(*project, "--co", "-n", "2")
+    assert result.ret == 0
+    assert all_instances() == []
+
+
+def test_stop_at_first_failure(run_sub, pytester, project):
+    (pytester.path / "script.json").write_text(json.dumps({"t1": [{"type": "done"}], "*": NOTEPAD_SOLUTION}))
+    result = run_sub(*project, "-x", "-n", "2")
+    assert result.ret != 0
+    assert len(all_instances()) == 2 and live_instances() == [] and run_groups() == []
+
+
+def test_item_that_cannot_reach_its_vm_is_an_error_and_the_vm_is_deleted(run_sub, project, monkeypatch):
+    monkeypatch.setenv("LIFECYCLE_UNREACHABLE", "1")
+    result = run_sub(*project, "-n", "2", "--pool-ready-timeout", "0.5", "-k", "t1 or t2")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*WAA server at http://127.0.0.1:9*"])
+    assert len(all_instances()) == 2 and live_instances() == []
+
+
+def test_creation_failing_half_way_deletes_what_was_created(run_sub, project, monkeypatch):
+    monkeypatch.setenv("LIFECYCLE_FAIL_SECOND_CREATE", "1")
+    result = run_sub(*project, "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--pool aws: instance limit exceeded for m8i.2xlarge in us-east-1 (test)*"])
+    assert len(all_instances()) == 1 and live_instances() == [] and run_groups() == []
+
+
+def test_worker_crash_gets_a_replacement_and_nothing_survives(run_sub, pytester, project, monkeypatch):
+    monkeypatch.setenv("LIFECYCLE_CRASH", "1")
+    result = run_sub(*project, "-n", "2")
+    assert (pytester.path / "marks" / "crashed").exists()
+    result.stdout.fnmatch_lines(["*worker*crashed*"])
+    assert len(all_instances()) == 2 and live_instances() == [] and run_groups() == []
+
+
+def _interrupt(pytester, project, sig: int, *, group: bool) -> subprocess.CompletedProcess:
+    """Start a run whose items block, wait until each worker is inside an item, then signal."""
+    env = dict(os.environ, LIFECYCLE_BLOCK="1")
+    marks = pytester.path / "marks"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *project, "-n", "2", *QUIET], cwd=pytester.path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(marks.glob("blocked-*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert len(list(marks.glob("blocked-*"))) == 2, "the items never started"
+    assert len(live_instances()) == 2
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)
+    out, _ = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+
+
+def test_ctrl_c_deletes_the_pool(pytester, project):
+    done = _interrupt(pytester, project, signal.SIGINT, group=True)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout
+    assert "deleting 2 VM(s)" in done.stdout
+    assert live_instances() == [] and run_groups() == []
+
+
+def test_sigterm_on_the_controller_deletes_the_pool(pytester, project):
+    done = _interrupt(pytester, project, signal.SIGTERM, group=False)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout
+    assert live_instances() == [] and run_groups() == []
+
+
+def test_keep_pool_leaves_the_vms_and_the_reaper_deletes_them(run_sub, pytester, project):
+    result = run_sub(*project, "-n", "2", "--keep-pool", "-k", "t1 or t2")
+    result.assert_outcomes(passed=2)
+    assert len(live_instances()) == 2
+    line = next(s for s in result.stdout.lines if "--keep-pool" in s)
+    run_id = line.rsplit("--reap-run ", 1)[1].strip()
+    result.stdout.fnmatch_lines(["*VM cost: 2 aws*(kept running)*"])
+    other = run_sub("--agentbench-reap", "--pool", "aws", "--reap-run", "someone-else")
+    assert other.ret == 0 and len(live_instances()) == 2
+    reaped = run_sub("--agentbench-reap", "--pool", "aws", "--reap-run", run_id, "--pool-poll-interval", "0")
+    assert reaped.ret == 0, reaped.stdout.str()
+    reaped.stdout.fnmatch_lines(["*3 resource(s) tagged agentbench-run (run " + run_id + ")*",
+                                 "*deleted 3 of 3 resource(s)*"])
+    assert live_instances() == [] and run_groups() == []
+
+
+def test_dry_run_prices_the_selected_tasks_and_starts_nothing(run_sub, project):
+    result = run_sub(*project, "--pool-dry-run", "-n", "2", "-k", "t1 or t2 or t3")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "*Pool dry run (aws, m8i.2xlarge in us-east-1, 2 VM(s)): 3 tasks",
+        "*VM-hours:   0.70 vm-hours @ $0.4234/hr = $0.30   ($0.0988/task)",
+        "*Nothing was started.",
+    ])
+    assert all_instances() == []
+
+
+def test_missing_credentials_is_one_usage_line_and_nothing_is_created(run_sub, project, monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = run_sub(*project, "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
+    assert len(errors) == 1 and "credentials" in errors[0], result.stderr.str()
+
+
+def test_unknown_size_is_a_usage_error(run_sub, project):
+    result = run_sub(*project, "--pool-size", "m9z.huge")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'m9z.huge' is not offered in region 'us-east-1'*"])
+    assert all_instances() == []
+
+
+# -- Azure: the same run through the SDK's pipeline into the fake ARM transport -----------------------
+AZURE_CONFTEST = CONFTEST + r'''
+
+def pytest_agentbench_pool_provider_extra(kind, config):
+    import fake_arm
+
+    arm = fake_arm.REGISTRY[os.environ["LIFECYCLE_ARM"]]
+    return {"subscription_id": fake_arm.SUBSCRIPTION, "credential": arm.credential(), "transport": arm.transport()}
+'''
+
+
+def test_azure_run_creates_a_resource_group_per_run_and_deletes_it(pytester, monkeypatch, run):
+    fake_arm = pytest.importorskip("fake_arm")
+    for sdk in ("azure.mgmt.compute", "azure.mgmt.network", "azure.mgmt.resource"):
+        pytest.importorskip(sdk)
+    arm = fake_arm.FakeARM()
+    fake_arm.REGISTRY["lifecycle"] = arm
+    monkeypatch.setenv("LIFECYCLE_ARM", "lifecycle")
+    args = lifecycle_project(pytester, monkeypatch)
+    pytester.makeconftest(AZURE_CONFTEST)
+    # In process: the controller (which creates and deletes the VMs) shares the fake with this test;
+    # the two xdist workers only reach their VMs through the endpoints hook.
+    result = run(*args, "--pool", "azure", "--pool-image",
+                 "Canonical:ubuntu-24_04-lts:server:latest", "--pool-poll-interval", "0", "-n", "2")
+    result.assert_outcomes(passed=4)
+    created = arm.calls("PUT", "virtualMachines")
+    assert len({c.path for c in created}) == 2
+    assert arm.calls("DELETE", "resourceGroups"), "the run's resource group was never deleted"
+    assert arm.resource_groups == {} and arm.resources == {}
+    result.stdout.fnmatch_lines(["*VM cost: 2 azure Standard_D8ds_v5 VM(s), * @ $0.4520/hr = $*(deleted)*"])
+
+
+def test_the_vm_fixture_gives_the_processs_vm_without_xdist(run_sub, pytester, project):
+    pytester.makepyfile(test_uses_vm='''
+        def test_vm(vm):
+            assert vm["provider"] == "aws" and vm["resource_id"].startswith("i-")
+            assert vm["host_key"].startswith("ssh-ed25519 ") and vm["name"].endswith("-0")
+    ''')
+    result = run_sub(*project, "test_uses_vm.py", "--bench-task", "t1")
+    result.assert_outcomes(passed=2)
+    assert len(all_instances()) == 1 and live_instances() == []
