@@ -137,7 +137,8 @@ def test_xdist_run_creates_one_vm_per_worker_and_deletes_them(run_sub, pytester,
     assert cost["final"] is True and cost["vms"] == 2 and cost["size"] == "m8i.2xlarge"
     assert cost["hourly_usd"] == pytest.approx(0.42336)
     assert cost["vm_usd"] == pytest.approx(cost["vm_hours"] * 0.42336, abs=1e-4)
-    result.stdout.fnmatch_lines(["*VM cost: 2 aws m8i.2xlarge VM(s), * vm-hours @ $0.4234/hr = $*(deleted)*"])
+    result.stdout.fnmatch_lines(["*VM cost: 2 aws m8i.2xlarge VM(s), * vm-hours @ $0.4234/hr = $*(deleted)*",
+                                 "Model cost: $0.00 (from the agents); total $*"])
     pool = json.loads((only_run_folder(pytester.path) / "pool" / "pool.json").read_text())
     assert pool["destroyed"] is True and all(vm["deleted_at"] for vm in pool["vms"])
 

@@ -353,6 +353,12 @@ class PoolManager:
         terminalreporter.write_line(
             f"VM cost: {cost['vms']} {cost['provider']} {cost['size']} VM(s), {cost['vm_hours']:.2f} vm-hours "
             f"@ {rate} = {money(cost['vm_usd'])} ({state})")
+        controller = self.config.pluginmanager.get_plugin("agentbench-controller")
+        summary = getattr(controller, "summary", None) or {}
+        model = summary.get("total_cost_usd")
+        if model is not None:
+            total = None if cost["vm_usd"] is None else cost["vm_usd"] + model
+            terminalreporter.write_line(f"Model cost: {money(model)} (from the agents); total {money(total)}")
 
     def _print_estimate(self, terminalreporter: Any) -> None:
         from ..collect import BenchItem
