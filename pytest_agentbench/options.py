@@ -310,7 +310,8 @@ def add_pool_options(parser: pytest.Parser) -> None:
     group.addoption("--pool-ssh-user", default=None, metavar="USER",
                     help="cloud pool: the VM login (default: aws ubuntu, azure azureuser).")
     group.addoption("--pool-ssh-key", default=None, metavar="FILE",
-                    help="cloud pool: a private key whose FILE.pub is installed on the VMs (default: a fresh key per run).")
+                    help="cloud pool: a private key whose FILE.pub is installed on the VMs, or a .pub file whose "
+                         "private key is in your SSH agent (default: a fresh key per run).")
     group.addoption("--pool-ssh-cidr", default=None, metavar="CIDR",
                     help="cloud pool: who may reach port 22 of the VMs (default: anywhere; keys only).")
     group.addoption("--pool-connect", default=None, choices=("ssh", "direct"),

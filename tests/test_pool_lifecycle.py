@@ -51,6 +51,28 @@ if os.environ.get("LIFECYCLE_FAIL_SECOND_CREATE"):
 
     AWSProvider.create_vm = create_vm
 
+if os.environ.get("LIFECYCLE_SLOW_BOOT"):
+    # VMs take long to boot: the run is stopped while every VM is still being waited for.
+    import boto3
+    from pytest_agentbench.infra.providers.aws import AWSProvider
+    from pytest_agentbench.infra.providers.base import ProviderError
+
+    _wait = AWSProvider.wait_running
+
+    def wait_running(self, vm):
+        marks = Path(os.environ["LIFECYCLE_MARKS"])
+        marks.mkdir(exist_ok=True)
+        (marks / f"booting-{vm.name}").write_text(vm.resource_id)
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        for _ in range(300):
+            state = ec2.describe_instances(InstanceIds=[vm.resource_id])["Reservations"][0]["Instances"][0]["State"]["Name"]
+            if state in ("shutting-down", "terminated"):
+                raise ProviderError(f"{vm.name} was terminated while booting")
+            time.sleep(0.1)
+        return _wait(self, vm)
+
+    AWSProvider.wait_running = wait_running
+
 
 def pytest_agentbench_vm_endpoints(vm, config):
     global _server
@@ -186,16 +208,17 @@ def test_worker_crash_gets_a_replacement_and_nothing_survives(run_sub, pytester,
     assert len(all_instances()) == 2 and live_instances() == [] and run_groups() == []
 
 
-def _interrupt(pytester, project, sig: int, *, group: bool) -> subprocess.CompletedProcess:
-    """Start a run whose items block, wait until each worker is inside an item, then signal."""
-    env = dict(os.environ, LIFECYCLE_BLOCK="1")
+def _interrupt(pytester, project, sig: int, *, group: bool, stage: str = "blocked") -> subprocess.CompletedProcess:
+    """Start a run that blocks at ``stage`` (inside an item: "blocked"; while VMs boot: "booting"),
+    wait until both workers (or both VMs) are there, then signal."""
+    env = dict(os.environ, LIFECYCLE_BLOCK="1") if stage == "blocked" else dict(os.environ, LIFECYCLE_SLOW_BOOT="1")
     marks = pytester.path / "marks"
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *project, "-n", "2", *QUIET], cwd=pytester.path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
-    while len(list(marks.glob("blocked-*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
+    while len(list(marks.glob(f"{stage}-*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
-    assert len(list(marks.glob("blocked-*"))) == 2, "the items never started"
+    assert len(list(marks.glob(f"{stage}-*"))) == 2, f"the run never reached {stage}"
     assert len(live_instances()) == 2
     if group:
         os.killpg(proc.pid, sig)
@@ -216,6 +239,14 @@ def test_sigterm_on_the_controller_deletes_the_pool(pytester, project):
     done = _interrupt(pytester, project, signal.SIGTERM, group=False)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout
     assert live_instances() == [] and run_groups() == []
+
+
+def test_sigterm_while_the_vms_boot_deletes_them_without_waiting_for_them(pytester, project):
+    started = time.monotonic()
+    done = _interrupt(pytester, project, signal.SIGTERM, group=False, stage="booting")
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout
+    assert time.monotonic() - started < 25  # the boot waits (30 s) were not sat out
+    assert len(all_instances()) == 2 and live_instances() == [] and run_groups() == []
 
 
 def test_keep_pool_leaves_the_vms_and_the_reaper_deletes_them(run_sub, pytester, project):

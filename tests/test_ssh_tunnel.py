@@ -306,3 +306,32 @@ def test_the_host_key_put_in_user_data_is_a_key_openssh_reads(tmp_path):
     assert "  - ssh-ed25519 AAAA login\n" in data and "  - [shutdown, -h, '+240']\n" in data
     assert "    -----BEGIN OPENSSH PRIVATE KEY-----\n" in data
     assert f"  ed25519_public: {' '.join(pair.public_openssh.split()[:2])}\n" in data
+
+
+def test_vm_connection_authenticates_through_the_users_ssh_agent(sshd, waa, tmp_path, monkeypatch):
+    """``--pool-ssh-key KEY.pub``: only the public half is given; the private half is in ssh-agent."""
+    from pytest_agentbench.infra.connect import VMConnection
+
+    if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
+        _missing("ssh-agent is not installed (Debian package openssh-client)")
+    lease = _lease(sshd, waa, tmp_path)
+    socket_path = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket_path)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 5
+        while not socket_path.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        env = dict(os.environ, SSH_AUTH_SOCK=str(socket_path))
+        subprocess.run(["ssh-add", lease["ssh_key"]], env=env, check=True, capture_output=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(socket_path))
+        monkeypatch.setenv("HOME", str(tmp_path))  # no default ~/.ssh keys: the agent must do it
+        lease["ssh_key"] = None
+        connection = VMConnection(lease)
+        try:
+            server, _ = connection.open()
+            assert httpx.get(f"{server}/probe", timeout=5).status_code == 200
+        finally:
+            connection.close()
+    finally:
+        agent.terminate()
+        agent.wait()

@@ -54,8 +54,9 @@ def write_private_key(path: Path, pair: KeyPair) -> Path:
 
 
 def read_public_key(private_path: Path) -> str:
-    """The public half of a user-given login key: ``KEY.pub`` next to it."""
-    pub = private_path.with_name(private_path.name + ".pub")
+    """The public half of a user-given login key: ``KEY.pub`` next to it, or ``KEY.pub`` itself
+    (then the private half stays in the user's SSH agent)."""
+    pub = private_path if private_path.suffix == ".pub" else private_path.with_name(private_path.name + ".pub")
     try:
         text = pub.read_text().strip()
     except OSError:

@@ -19,7 +19,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,8 @@ class PoolOptions:
     evaluate_port: int = 5051
     ready_timeout: float = 1200.0
     hourly_usd: float | None = None
-    #: a user-given login key (its ``.pub`` is installed); None = a fresh key per run
+    #: a user-given login key (its ``.pub`` is installed), or a ``.pub`` whose private half is in
+    #: the user's SSH agent; None = a fresh key per run
     ssh_key: Path | None = None
     #: where keys and pool.json go (the run folder's ``pool/``)
     folder: Path | None = None
@@ -67,7 +68,10 @@ class CloudPool:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: list[Future[VM]] = []
+        #: create_vm calls in flight: destroy waits for these (their VMs get ids), not for the
+        #: much longer waits until each VM runs
+        self._creating = 0
+        self._created = threading.Condition(self._lock)
         self._executor: ThreadPoolExecutor | None = None
         self._login_key: Path | None = None
         self._login_public: str | None = None
@@ -91,11 +95,13 @@ class CloudPool:
                 "final": self.destroyed}
 
     # -- keys ----------------------------------------------------------------------------------
-    def _keys(self) -> tuple[Path, str]:
-        if self._login_key is None:
+    def _keys(self) -> tuple[Path | None, str]:
+        """The login key file (None: the user's SSH agent holds it) and its public half."""
+        if self._login_public is None:
             if self.options.ssh_key is not None:
-                self._login_key = self.options.ssh_key
-                self._login_public = cloud_init.read_public_key(self.options.ssh_key)
+                given = self.options.ssh_key
+                self._login_key = None if given.suffix == ".pub" else given
+                self._login_public = cloud_init.read_public_key(given)
             else:
                 folder = self.options.folder or Path(".")
                 pair = cloud_init.new_ed25519(f"agentbench-{self.options.run_id}")
@@ -133,14 +139,12 @@ class CloudPool:
         self._executor = self._executor or ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, count),
                                                               thread_name_prefix="agentbench-pool")
         futures = [self._executor.submit(self._create_one, spec) for spec in specs]
-        with self._lock:
-            self._pending.extend(futures)
         created: list[VM] = []
-        first_error: BaseException | None = None
-        for future in futures:
+        first_error: Exception | None = None
+        for future in futures:  # every creation is awaited before raising; Ctrl-C/SIGTERM goes through
             try:
                 created.append(future.result())
-            except BaseException as exc:  # noqa: BLE001 - every future is awaited before raising
+            except Exception as exc:  # noqa: BLE001
                 first_error = first_error or exc
         self._save()
         if first_error is not None:
@@ -154,12 +158,19 @@ class CloudPool:
         return created
 
     def _create_one(self, spec: VMSpec) -> VM:
-        if self.destroyed:
-            raise ProviderError("the pool was destroyed before this VM was created")
-        vm = self.provider.create_vm(spec)
-        vm.host_key = " ".join(self._host_keys[spec.name].public_openssh.split()[:2])
-        with self._lock:
-            self.vms.append(vm)
+        with self._created:
+            if self.destroyed:
+                raise ProviderError("the run ended before this VM was created")
+            self._creating += 1
+        try:
+            vm = self.provider.create_vm(spec)
+            vm.host_key = " ".join(self._host_keys[spec.name].public_openssh.split()[:2])
+            with self._lock:
+                self.vms.append(vm)
+        finally:
+            with self._created:
+                self._creating -= 1
+                self._created.notify_all()
         self._save()
         return self.provider.wait_running(vm)
 
@@ -179,7 +190,7 @@ class CloudPool:
         key, _ = self._keys()
         opts = self.options
         return {"name": vm.name, "kind": "cloud", "vm": vm.to_dict(), "connect": opts.connect,
-                "address": opts.address, "ssh_key": str(key), "waa_port": opts.waa_port,
+                "address": opts.address, "ssh_key": str(key) if key else None, "waa_port": opts.waa_port,
                 "evaluate_port": opts.evaluate_port, "ready_timeout": opts.ready_timeout}
 
     def release(self, holder: str) -> None:
@@ -191,18 +202,15 @@ class CloudPool:
     # -- delete --------------------------------------------------------------------------------
     def destroy(self) -> list[str]:
         """Delete everything this run created (see the module docstring). Idempotent."""
-        with self._lock:
+        with self._created:
             if self.destroyed:
                 return self.failures
             self.destroyed = True
-            pending = list(self._pending)
-        for future in pending:  # creations in flight finish (and are recorded) before deleting
-            try:
-                future.result(timeout=self.provider.config.wait_timeout)
-            except BaseException:  # noqa: BLE001, S110 - a failed creation is reported by provision
-                pass
+            # Creation requests in flight get their ids (and are recorded) before deleting;
+            # VMs still booting are deleted without waiting for them to run.
+            self._created.wait_for(lambda: self._creating == 0, timeout=self.provider.config.wait_timeout)
         if self._executor is not None:
-            self._executor.shutdown(wait=False)
+            self._executor.shutdown(wait=False, cancel_futures=True)
         if self.options.keep:
             self.log(f"agentbench pool: kept {len(self.vms)} VM(s) (--keep-pool); delete them with "
                      f"pytest --agentbench-reap --pool {self.provider.name} --reap-run {self.options.run_id}")
