@@ -3,10 +3,37 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .budget import Budget
     from .model import Action, Observation, Task
+
+
+@dataclass
+class Usage:
+    """Model usage of one step: what an agent with a model reports through ``take_usage``."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """What one step is expected to cost (for ``--dry-run``); ``how`` says how it was worked out."""
+
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    model: str
+    how: str
 
 
 class Agent(ABC):
@@ -19,6 +46,10 @@ class Agent(ABC):
 
     #: The name used for records and reports; the registry name when built from ``--agent``.
     name: str = "agent"
+    #: Set by the runner before each episode when ``--max-cost-usd`` caps spending. An agent that
+    #: calls a model more than once per ``act`` should call ``self.budget.check(pending=...)``
+    #: before each call; the runner itself checks before every ``act``.
+    budget: Budget | None = None
 
     @abstractmethod
     def act(
@@ -34,3 +65,14 @@ class Agent(ABC):
 
     def close(self) -> None:
         """Release clients and connections. Called once per process."""
+
+    def take_usage(self) -> Usage | None:
+        """The model usage since the last call, then reset to nothing. The runner calls it after
+        every ``act`` and records it on that step (tokens, ``cost_usd``) and against the budget.
+        Agents without a model return None."""
+        return None
+
+    def estimate_step(self, screen: tuple[int, int]) -> StepEstimate | None:
+        """The expected cost of one step on a screen of ``screen`` pixels, for ``--dry-run``.
+        None: a step costs nothing (no model)."""
+        return None

@@ -15,6 +15,12 @@ Rules (each fixes a fault of the reference runner):
 * **Errors by phase.** reset and step raise -> ``infrastructure``; act raises or returns ``error``
   -> ``agent`` (the checker is not called); evaluate raises -> ``evaluation``. An exception with an
   ``error_type`` attribute overrides the phase's type.
+* **Model usage and budgets.** After every ``act`` the agent's ``take_usage()`` is recorded on the
+  step and charged to the budget; before every ``act`` the budget is checked. A spent per-task cap
+  ends the episode as an agent error (the checker still scores the end state, as with the step
+  limit); a spent run cap ends it not evaluated (``verdict.passed is None``), so pytest skips it.
+* **Scrubbing.** ``scrub`` (when given) replaces every observation before the agent sees it and
+  before it is recorded, so a screenshot scrubber runs ahead of everything that reads pixels.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .model import Action, EpisodeRecord, Observation, Step
+from .budget import BudgetSpent
+from .model import Action, EpisodeRecord, Observation, Step, Verdict
 
 if TYPE_CHECKING:
     from .agent import Agent
     from .benchmark import Benchmark
+    from .budget import Budget
     from .model import Task
 
 DEFAULT_MAX_STEPS = 50
@@ -63,6 +71,8 @@ def run_episode(
     max_steps: int | None = None,
     agent_name: str | None = None,
     on_step: Callable[[Step], None] | None = None,
+    budget: Budget | None = None,
+    scrub: Callable[[Observation], Observation] | None = None,
 ) -> EpisodeRecord:
     """Play ``task`` once and return its record. Never raises for agent, environment or checker
     faults: they become the record's ``error_type`` (KeyboardInterrupt and SystemExit pass)."""
@@ -78,9 +88,14 @@ def run_episode(
     started = time.perf_counter()
     history: list[tuple[Observation, Action]] = []
     phase = "reset"
+    if budget is not None:
+        budget.start_task()
+        agent.budget = budget
     try:
         agent.reset()
         observation = benchmark.reset(task)
+        if scrub is not None:
+            observation = scrub(observation)
         while True:
             if record.num_steps >= limit:
                 record.error_type = "agent"
@@ -88,12 +103,27 @@ def run_episode(
                 break
             phase = "act"
             step_started = time.perf_counter()
-            action = agent.act(observation, task, history)
+            try:
+                if budget is not None:
+                    budget.check()
+                action = agent.act(observation, task, history)
+            except BudgetSpent as spent:
+                _charge(agent, budget, None)
+                if spent.scope == "run":
+                    record.verdict = Verdict(score=0.0, passed=None, reason=str(spent))
+                    record.final_observation = observation
+                    record.total_time_seconds = time.perf_counter() - started
+                    record.cost_usd = sum(s.cost_usd for s in record.steps)
+                    return record
+                record.error_type = "agent"
+                record.error = str(spent)
+                break
             if not isinstance(action, Action):
                 raise TypeError(f"act() must return an Action, got {type(action).__name__}")
             # Built from already-validated parts: skip re-validation on the per-step path.
             step = Step.model_construct(index=len(record.steps), action=action, observation=observation,
                                         reasoning=action.reason)
+            _charge(agent, budget, step)
             history.append((observation, action))
             record.steps.append(step)
             if action.is_terminal:
@@ -107,6 +137,8 @@ def run_episode(
                 break
             phase = "step"
             observation = benchmark.step(action)
+            if scrub is not None:
+                observation = scrub(observation)
             record.num_steps += 1
             step.seconds = time.perf_counter() - step_started
             if on_step:
@@ -126,3 +158,16 @@ def run_episode(
     record.total_time_seconds = time.perf_counter() - started
     record.cost_usd = sum(s.cost_usd for s in record.steps)
     return record
+
+
+def _charge(agent: Agent, budget: Budget | None, step: Step | None) -> None:
+    """Record the agent's reported usage on ``step`` and charge it to the budget."""
+    take = getattr(agent, "take_usage", None)
+    usage = take() if take is not None else None
+    if usage is None:
+        return
+    if step is not None:
+        step.cost_usd = float(usage.cost_usd)
+        step.usage = usage.to_dict()
+    if budget is not None:
+        budget.charge(float(usage.cost_usd))

@@ -235,6 +235,8 @@ class Step(_Model):
     seconds: float = 0.0
     screenshot_path: str | None = None
     cost_usd: float = 0.0
+    #: the model usage the agent reported for this step (tokens, calls, model); None without a model
+    usage: dict[str, Any] | None = None
     observation: Observation | None = Field(default=None, exclude=True)
 
 

@@ -291,6 +291,52 @@ def add_extradup_options(parser: pytest.Parser) -> None:
         parser.addini("agentbench_reward", "extradup rewards to score (as --reward)", type="args", default=[])
 
 
+def add_agent_options(parser: pytest.Parser) -> None:
+    """Options of the model-backed agents, budgets and the cost estimate."""
+    group = parser.getgroup("agentbench-agents", "agents, budgets and cost (pytest-agentbench)")
+    group.addoption("--agent-model", default=None, metavar="MODEL",
+                    help="api-claude: the Claude model (default: claude-sonnet-4-5).")
+    group.addoption("--agent-url", default=None, metavar="URL",
+                    help="http: the agent server's base URL (POST /act, POST /reset, GET /health).")
+    group.addoption("--agent-timeout", default=None, metavar="SECONDS",
+                    help="api-claude / http: seconds per request before it counts as failed (default: 120 / 60).")
+    group.addoption("--replay-bundles", default=None, metavar="DIR",
+                    help="replay: compiled workflows, DIR/<task id>/workflow.json.")
+    group.addoption("--max-cost-usd", default=None, metavar="USD",
+                    help="stop calling models once the run has spent USD; later items are skipped (budget spent).")
+    group.addoption("--max-cost-usd-per-task", default=None, metavar="USD",
+                    help="a task whose model calls reach USD ends as an agent error.")
+    group.addoption("--dry-run", action="store_true", default=False,
+                    help="estimate VM and model cost for the selected tasks; start nothing, call no model.")
+    for key, text in (("agent_model", "as --agent-model"), ("agent_url", "as --agent-url"),
+                      ("agent_timeout", "as --agent-timeout"), ("replay_bundles", "as --replay-bundles"),
+                      ("max_cost_usd", "as --max-cost-usd"), ("max_cost_usd_per_task", "as --max-cost-usd-per-task")):
+        parser.addini(f"agentbench_{key}", text, default="")
+
+
+def agent_setting(config: pytest.Config, name: str) -> str | None:
+    """``--<name>`` (dest ``name``), else the ini key ``agentbench_<name>``; None when neither."""
+    value = config.getoption(name, None)
+    if value not in (None, ""):
+        return str(value)
+    raw = str(config.getini(f"agentbench_{name}")).strip()
+    return raw or None
+
+
+def money_setting(config: pytest.Config, name: str, flag: str) -> float | None:
+    """A dollar amount option (``--max-cost-usd`` and friends): a number > 0, or None."""
+    value = agent_setting(config, name)
+    if value is None:
+        return None
+    try:
+        number = float(value.lstrip("$"))
+    except ValueError:
+        raise pytest.UsageError(f"{flag} must be an amount in US dollars such as 5 or 0.50, got {value!r}") from None
+    if not 0 < number < float("inf"):
+        raise pytest.UsageError(f"{flag} must be more than 0, got {value!r}")
+    return number
+
+
 def add_pool_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench-pool", "machine pools for live benchmarks (pytest-agentbench)")
     group.addoption("--pool", default=None, choices=("static", "aws", "azure"),

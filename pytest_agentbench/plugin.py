@@ -31,6 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_mockmed_options(parser)
     options.add_waa_options(parser)
     options.add_pool_options(parser)
+    options.add_agent_options(parser)
     options.add_extradup_options(parser)
 
 
@@ -169,9 +170,27 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--agent-script: {exc}") from None
 
+    def api_claude(config: pytest.Config | None) -> Agent:
+        from .agents.claude import make_agent
+
+        return make_agent(config)
+
+    def http(config: pytest.Config | None) -> Agent:
+        from .agents.http import make_agent
+
+        return make_agent(config)
+
+    def replay(config: pytest.Config | None) -> Agent:
+        from .agents.replay import make_agent
+
+        return make_agent(config)
+
     registry.register("mock", mock, description="clicks the button the mock checker looks for, then done")
     registry.register("noop", noop, description="says done at once; fails every task")
     registry.register("scripted", scripted, description="plays actions per task id from --agent-script FILE")
+    registry.register("api-claude", api_claude, description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)")
+    registry.register("http", http, description="an agent served elsewhere: --agent-url URL (POST /act, /reset; GET /health)")
+    registry.register("replay", replay, description="replays a compiled workflow per task: --replay-bundles DIR/<task id>/workflow.json")
 
 
 @pytest.hookimpl(tryfirst=True)
