@@ -14,7 +14,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Action": "model", "Observation": "model", "Task": "model", "Step": "model", "Criterion": "model",
     "Verdict": "model", "EpisodeRecord": "model", "TERMINAL_ACTIONS": "model",
-    "Agent": "agent", "Benchmark": "benchmark", "InfrastructureError": "benchmark",
+    "Agent": "agent", "Usage": "agent", "StepEstimate": "agent", "Budget": "budget", "BudgetSpent": "budget",
+    "Benchmark": "benchmark", "InfrastructureError": "benchmark",
     "EvaluationError": "benchmark", "run_episode": "episode", "step_limit": "episode",
     "Outcome": "outcomes", "BenchmarkRegistry": "registry", "AgentRegistry": "registry",
     "MockBenchmark": "benches.mock", "MockAgent": "agents", "NoopAgent": "agents", "ScriptedAgent": "agents",

@@ -66,3 +66,12 @@ def pytest_agentbench_pool_provider_extra(kind: str, config: pytest.Config) -> d
     """Settings for the cloud provider of ``--pool aws|azure`` that options cannot carry: return a
     dict merged into its settings (Azure: ``credential`` (a TokenCredential), ``transport``;
     both: ``ssh_cidr``, ``disk_gb``; AWS: ``subnet_id``). Called on the controller."""
+
+
+def pytest_agentbench_scrub_screenshot(png: bytes, task: Any, config: pytest.Config) -> bytes | None:
+    """Blank out what must not leave the machine (names, faces, numbers) from a screenshot.
+
+    Called for every screenshot before any agent sees it and before anything is written to the run
+    folder, only when it is read. Return the new PNG bytes, or None to leave it as it is; several
+    implementations run in turn, in hook call order (latest registered first), each on the previous
+    one's output."""

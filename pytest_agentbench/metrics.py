@@ -133,3 +133,10 @@ def domain_table(domains: Mapping[str, Mapping[str, Any]]) -> list[str]:
         if index == 0:
             lines.append("  ".join("-" * w for w in widths))
     return lines
+
+
+def format_usd(value: float | None) -> str:
+    """Dollars for terminal lines: cents, or four decimals below a cent."""
+    if value is None:
+        return "unknown"
+    return f"${value:.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"

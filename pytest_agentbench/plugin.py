@@ -57,9 +57,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         except pytest.UsageError as exc:
             print(f"ERROR: {exc}")
             return int(pytest.ExitCode.USAGE_ERROR)
-    if config.getoption("pool_dry_run", False):
+    if config.getoption("pool_dry_run", False) and not config.getoption("dry_run", False):
         if not (config.getoption("pool") or str(config.getini("agentbench_pool")).strip()):
             raise pytest.UsageError("--pool-dry-run needs --pool static|aws|azure (the pool to price)")
+        config.option.collectonly = True
+    if config.getoption("dry_run", False):
         config.option.collectonly = True
     return None
 

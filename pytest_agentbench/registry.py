@@ -74,6 +74,17 @@ class BenchmarkRegistry(_Registry["Benchmark"]):
 class AgentRegistry(_Registry["Agent"]):
     def __init__(self) -> None:
         super().__init__("agent")
+        #: name -> ``estimate(config, screen) -> StepEstimate | None``, for ``--dry-run`` without
+        #: building the agent (which may need an API key the estimate does not)
+        self.estimators: dict[str, Callable[..., Any]] = {}
+
+    def register(self, name: str, factory: Callable[..., Agent], *, description: str = "", kind: str = "episodes",
+                 estimate: Callable[..., Any] | None = None) -> None:
+        super().register(name, factory, description=description, kind=kind)
+        if estimate is not None:
+            self.estimators[name] = estimate
+        else:
+            self.estimators.pop(name, None)
 
 
 class AdapterRegistry(_Registry[Any]):

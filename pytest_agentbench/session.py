@@ -17,13 +17,15 @@ from .collect import TASK_KEY, BenchItem, suites_for
 from .options import Settings
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Callable, Generator
 
     from .agent import Agent
     from .benchmark import Benchmark
     from .manifest import Manifest
     from .model import EpisodeRecord, Task
+    from .budget import Budget
     from .infra.pool_plugin import PoolManager
+    from .model import Observation
     from .outcomes import Outcome
     from .record.runfolder import RunFolder
     from .registry import AgentRegistry, BenchmarkRegistry
@@ -60,6 +62,8 @@ class AgentbenchPlugin:
         #: The machine pool (``--pool``): leases, connections, VM lifecycle. None without it.
         self.pools: PoolManager | None = None
         self._pointed: set[str] = set()
+        self._budget: Budget | None = None
+        self._estimate: list[str] = []
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -130,8 +134,10 @@ class AgentbenchPlugin:
                     self.known_failures = load_baseline(self.settings.baseline)
                 except ValueError as exc:
                     raise pytest.UsageError(f"--baseline: {exc}") from None
-            # Fail fast on a bad --agent (unknown name, missing API key) before anything starts.
-            self.make_agent().close()
+            # Fail fast on a bad --agent (unknown name, missing API key) before anything starts;
+            # a dry run calls no model, so it needs no key.
+            if not config.getoption("dry_run", False):
+                self.make_agent().close()
             self._start_pool()
         self._start_suites()
         for suite in self.manifest.suites:
@@ -228,8 +234,12 @@ class AgentbenchPlugin:
         from .record.artifacts import save_episode
 
         agent_name = getattr(agent, "name", None) or self.settings.agent
+        budget = self.budget
+        if budget is not None and budget.run_exhausted():
+            pytest.skip(budget.run_message())
         started = time.perf_counter()
-        record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name)
+        record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
+                             budget=budget, scrub=self._scrubber(task))
         outcome = item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item) or default_outcome(record)
         item.stash[OUTCOME_KEY] = outcome
         payload = save_episode(self, item, task, record, outcome, time.perf_counter() - started)
@@ -246,6 +256,65 @@ class AgentbenchPlugin:
             ("duration", f"{record.total_time_seconds:.3f}"),
         ])
         return record
+
+    @property
+    def budget(self) -> Budget | None:
+        """The spending caps (``--max-cost-usd``, ``--max-cost-usd-per-task``); None without them.
+        Every process charges one ledger in the run folder, so the run's cap holds across workers."""
+        if self._budget is None:
+            from .budget import Budget
+            from .options import money_setting
+
+            run = money_setting(self.config, "max_cost_usd", "--max-cost-usd")
+            task = money_setting(self.config, "max_cost_usd_per_task", "--max-cost-usd-per-task")
+            if run is None and task is None:
+                return None
+            ledger = self.run_folder.path / "budget.ledger" if self.run_folder is not None else None
+            self._budget = Budget(run, task, ledger)
+        return self._budget
+
+    def _scrubber(self, task: Task) -> Callable[[Observation], Observation] | None:
+        """Every ``pytest_agentbench_scrub_screenshot`` implementation, in turn, lazily on read."""
+        impls = self.config.hook.pytest_agentbench_scrub_screenshot.get_hookimpls()
+        if not impls:
+            return None
+        config = self.config
+
+        def scrub_png(png: bytes) -> bytes:
+            for impl in reversed(impls):  # pluggy's order: later-registered first, as a hook call runs them
+                given = {"png": png, "task": task, "config": config}
+                result = impl.function(*[given[name] for name in impl.argnames])
+                if result is not None:
+                    png = bytes(result)
+            return png
+
+        def scrub(observation: Observation) -> Observation:
+            if not observation.has_screenshot:
+                return observation
+            from .model import Observation as Obs
+
+            return Obs(renderer=lambda: scrub_png(observation.screenshot),
+                       accessibility_tree=observation.accessibility_tree, window_title=observation.window_title,
+                       url=observation.url, app_name=observation.app_name, viewport=observation.viewport,
+                       raw=observation.raw)
+
+        return scrub
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """``--dry-run``: price the selected items now, while the benchmarks are still open."""
+        if is_worker(self.config) or not self.config.getoption("dry_run", False):
+            return
+        from .estimate import lines
+
+        self._estimate = lines(self.config, self, list(session.items))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._estimate:
+            terminalreporter.write_line("")
+            terminalreporter.write_line("Dry run: estimated cost")
+            for line in self._estimate:
+                terminalreporter.write_line(line)
 
     # -- reports -------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)

@@ -86,7 +86,7 @@ def test_ini_keys_configure_the_run(run, pytester):
     ("args", "expected"),
     [
         (["--bench=nope"], "*unknown benchmark 'nope' in --bench; available: extradup, mock, mockmed*"),
-        (["--bench=mock", "--agent", "nope"], "*unknown agent 'nope' in --agent; available: mock, noop, scripted*"),
+        (["--bench=mock", "--agent", "nope"], "*unknown agent 'nope' in --agent; available: api-claude, http, mock, noop, replay, scripted*"),
         (["--bench=mock", "--tasks", "0"], "*--tasks must be >= 1, got 0*"),
         (["--bench=mock", "--tasks", "-3"], "*--tasks must be >= 1, got -3*"),
         (["--bench=mock", "--tasks", "many"], "*--tasks must be a whole number >= 1, got 'many'*"),

@@ -75,11 +75,12 @@ class ScriptedAgent(Agent):
 
 
 def load_script(path: str | Path) -> dict[str, list[Action]]:
-    """Read ``{"task_id": [action, ...], "*": [...]}`` from JSON. Raises ValueError naming the file
-    and the bad entry."""
+    """Read ``{"task_id": [action, ...], "*": [...]}`` from JSON. Raises ValueError naming the file,
+    the line and the bad entry."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
     except FileNotFoundError:
         raise ValueError(f"agent script {path} does not exist") from None
     except (OSError, json.JSONDecodeError) as exc:
@@ -95,10 +96,16 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
             try:
                 parsed.append(Action.model_validate(raw))
             except ValidationError as exc:
+                from .replay import json_line
+
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "action"
+                # The line of the offending field when the error names one, else of the entry.
+                field = tuple(p for p in first["loc"] if isinstance(p, (str, int)))[:1]
+                line = json_line(text, (task_id, index, *field), (task_id, index))
+                at = f" line {line}" if line else ""
                 raise ValueError(
-                    f"agent script {path}: {task_id}[{index}] {where}: {first['msg']} (got {first.get('input')!r})"
+                    f"agent script {path}{at}: {task_id}[{index}] {where}: {first['msg']} (got {first.get('input')!r})"
                 ) from None
         scripts[str(task_id)] = parsed
     return scripts

@@ -131,7 +131,9 @@ class PoolManager:
         self._connect_error: str | None = None
         self._provision_error: str | None = None
         self._old_sigterm: Any = None
-        self.dry_run = bool(config.getoption("pool_dry_run"))
+        # --dry-run prints the whole estimate (VM and model) itself; --pool-dry-run alone, the VMs
+        self.dry_run = bool(config.getoption("pool_dry_run")) or bool(config.getoption("dry_run", False))
+        self.print_estimate = bool(config.getoption("pool_dry_run")) and not config.getoption("dry_run", False)
         self.run_id: str | None = None
         self._lock = threading.Lock()
 
@@ -341,7 +343,8 @@ class PoolManager:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.dry_run:
-            self._print_estimate(terminalreporter)
+            if self.print_estimate:
+                self._print_estimate(terminalreporter)
             return
         cost = self.cost()
         if cost is None:

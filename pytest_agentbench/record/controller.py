@@ -92,6 +92,7 @@ class RunController:
             **overall,
             "by_domain": m.by_domain(attempts),
             "vm_cost": self.state.pools.cost() if self.state.pools is not None else None,
+            "budget": self._budget_summary(),
             "statuses": _count(r["status"] for r in self.records),
             "tasks": [
                 {k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
@@ -123,6 +124,15 @@ class RunController:
         if self.write_error and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _budget_summary(self) -> dict[str, Any] | None:
+        budget = self.state.budget
+        if budget is None:
+            return None
+        skipped = sum(1 for r in self.records if r.get("status") == "skipped" and "budget spent" in str(r.get("reason") or ""))
+        return {"max_cost_usd": budget.run_limit, "max_cost_usd_per_task": budget.task_limit,
+                "spent_usd": round(budget.run_spent, 6), "exhausted": budget.run_exhausted(),
+                "budget_skipped": skipped}
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.summary is None:
             return
@@ -134,6 +144,15 @@ class RunController:
             tr.write_line("")
             for line in m.domain_table(self.summary["by_domain"]):
                 tr.write_line(line)
+        budget = self.summary.get("budget")
+        if budget:
+            caps = [f"run {m.format_usd(budget['max_cost_usd'])}" if budget["max_cost_usd"] else "",
+                    f"per task {m.format_usd(budget['max_cost_usd_per_task'])}" if budget["max_cost_usd_per_task"] else ""]
+            line = f"Budget: {m.format_usd(budget['spent_usd'])} spent (caps: {', '.join(c for c in caps if c)})"
+            if budget["exhausted"]:
+                line += f"; the run's budget is spent: {budget['budget_skipped']} item(s) skipped (budget spent)"
+            tr.write_line("")
+            tr.write_line(line, yellow=bool(budget["exhausted"]))
         folder = self.state.run_folder
         assert folder is not None
         self.state.config.hook.pytest_agentbench_terminal_summary(terminalreporter=tr, records=list(self.records))

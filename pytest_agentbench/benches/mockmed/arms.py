@@ -14,13 +14,25 @@ first timeout; nothing they did before that is undone.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...agent import Agent
+from ...agents.replay import (  # noqa: F401 - MARGIN, THRESHOLD, WEIGHTS, score: re-exported
+    MARGIN,
+    THRESHOLD,
+    WEIGHTS,
+    ReplayAgent,
+    banner,
+    heading,
+    load_workflow,
+    row_key,
+    score,
+    walk,
+)
+from ...agents.replay import center as _center
 from ...model import Action, Observation, Task
 
 USERNAME = "nurse.demo"
@@ -34,17 +46,6 @@ ARMS = ("compiled", "by-position", "by-name")
 Node = dict[str, Any]
 
 
-def walk(tree: Node | None, row: Node | None = None) -> Iterator[tuple[Node, Node | None]]:
-    """Every node with the row it sits in (None outside table rows)."""
-    if not tree:
-        return
-    if tree.get("role") == "row":
-        row = tree
-    yield tree, row
-    for child in tree.get("children", ()) or ():
-        yield from walk(child, row)
-
-
 def find(tree: Node | None, role: str, name: str, *, within_row: str | None = None) -> Node | None:
     """The first node with this role and exact name (optionally in a row whose name contains
     ``within_row``), in document order, as a by-role locator finds it."""
@@ -54,32 +55,6 @@ def find(tree: Node | None, role: str, name: str, *, within_row: str | None = No
         if within_row is not None and (row is None or within_row not in (row.get("name") or "")):
             continue
         return node
-    return None
-
-
-def row_key(row: Node | None) -> str | None:
-    """A row's identity for matching: its first cell (the patient), not the whole row text, which
-    includes the action button's label and so changes when the button is renamed."""
-    if row is None:
-        return None
-    for child in row.get("children", ()) or ():
-        if child.get("role") == "cell":
-            return str(child.get("name") or "")
-    return str(row.get("name") or "")
-
-
-def heading(tree: Node | None) -> str:
-    """The page's first heading: what a step expects to see after it acts."""
-    for node, _ in walk(tree):
-        if node.get("role") == "heading":
-            return str(node.get("name") or "")
-    return ""
-
-
-def banner(tree: Node | None) -> str | None:
-    for node, _ in walk(tree):
-        if node.get("role") == "status" and node.get("name"):
-            return str(node["name"])
     return None
 
 
@@ -149,9 +124,12 @@ def script_by_name() -> ScriptAgent:
 
 
 # -- compiled replay -----------------------------------------------------------------------------
-def _center(node: Node, viewport: tuple[int, int]) -> tuple[float, float]:
-    x0, y0, x1, y1 = node.get("bbox") or (0, 0, 0, 0)
-    return ((x0 + x1) / 2 / viewport[0], (y0 + y1) / 2 / viewport[1])
+# The matching (walk, row_key, heading, banner, score, WEIGHTS, THRESHOLD, MARGIN) and the replay
+# itself are the general replay agent's (agents/replay.py), imported above under the names this
+# module always had: there is one implementation.
+
+#: What the compiled arm checks after its last step: the saved banner, as the scripts do.
+SAVED = {"banner_prefix": "Encounter saved", "reason": "the saved banner did not appear"}
 
 
 def compile_demonstration(agent: ScriptAgent, observations: list[Observation]) -> dict[str, Any]:
@@ -171,78 +149,25 @@ def compile_demonstration(agent: ScriptAgent, observations: list[Observation]) -
             },
             "expect": {"heading": heading(after)},
         })
-    return {"schema": "pytest-agentbench/mockmed-workflow/v1", "recorded_on": "clean", "steps": steps}
+    return {"schema": "pytest-agentbench/mockmed-workflow/v1", "recorded_on": "clean", "steps": steps,
+            "finish": dict(SAVED)}
 
 
-#: Signal weights: an element id is the strongest evidence, a row context next, then the name.
-WEIGHTS = {"id": 3.0, "row": 2.0, "name": 2.0, "role": 1.0, "position": 1.0}
-THRESHOLD = 4.0  # below this the match is a guess: halt
-MARGIN = 1.0  # the best candidate must beat the runner-up by this much
-
-
-def score(target: dict[str, Any], node: Node, row: Node | None, viewport: tuple[int, int]) -> float:
-    total = 0.0
-    if target.get("id") and node.get("id") == target["id"]:
-        total += WEIGHTS["id"]
-    if target.get("role") and node.get("role") == target["role"]:
-        total += WEIGHTS["role"]
-    if target.get("name") and (node.get("name") or "").strip() == target["name"]:
-        total += WEIGHTS["name"]
-    if target.get("row") and row is not None and target["row"] == row_key(row):
-        total += WEIGHTS["row"]
-    if target.get("position") and node.get("bbox"):
-        cx, cy = _center(node, viewport)
-        tx, ty = target["position"]
-        if abs(cx - tx) <= 0.05 and abs(cy - ty) <= 0.05:
-            total += WEIGHTS["position"]
-    return total
-
-
-class CompiledReplay(Agent):
-    """Replays a compiled workflow by the best-supported match; halts rather than guess."""
+class CompiledReplay(ReplayAgent):
+    """The general replay agent with one workflow for every MockMed task; a workflow without a
+    ``finish`` condition (written before it existed) gets the saved-banner check."""
 
     name = "compiled"
 
     def __init__(self, workflow: dict[str, Any]) -> None:
+        if not workflow.get("finish"):
+            workflow = {**workflow, "finish": dict(SAVED)}
+        super().__init__(default=workflow, source="the MockMed workflow")
         self.workflow = workflow
-        self.position = 0
-        self.model_calls = 0  # the point of compiling: none, ever
 
     @classmethod
     def load(cls, path: str | Path) -> CompiledReplay:
-        return cls(json.loads(Path(path).read_text(encoding="utf-8")))
-
-    def reset(self) -> None:
-        self.position = 0
-
-    def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
-        tree = observation.accessibility_tree
-        steps = self.workflow["steps"]
-        if self.position > 0:
-            expected = steps[self.position - 1]["expect"].get("heading")
-            if expected and heading(tree) != expected:
-                return Action(type="fail", reason=f"step {self.position}: expected the screen {expected!r}, "
-                                                  f"saw {heading(tree)!r}; halting")
-        if self.position >= len(steps):
-            shown = banner(tree)
-            if shown and shown.startswith("Encounter saved"):
-                return Action(type="done")
-            return Action(type="fail", reason="the saved banner did not appear; halting")
-        step = steps[self.position]
-        viewport = tuple(observation.viewport or (1280, 800))
-        ranked = sorted(((score(step["target"], node, row, viewport), i, node)
-                         for i, (node, row) in enumerate(walk(tree))), key=lambda t: (-t[0], t[1]))
-        if not ranked or ranked[0][0] < THRESHOLD:
-            return Action(type="fail", reason=f"step {self.position + 1}: no element matches "
-                                              f"{step['target'].get('name')!r} well enough; halting")
-        if len(ranked) > 1 and ranked[0][0] - ranked[1][0] < MARGIN:
-            return Action(type="fail", reason=f"step {self.position + 1}: two elements match "
-                                              f"{step['target'].get('name')!r} equally; halting")
-        node = ranked[0][2]
-        self.position += 1
-        if step["action"] == "type":
-            return Action(type="type", text=step["text"] or "")
-        return Action(type="click", target_id=str(node["id"]))
+        return cls(load_workflow(path, f"MockMed workflow {path}"))
 
 
 def record_workflow(play: Callable[[Agent], list[Observation]]) -> dict[str, Any]:
