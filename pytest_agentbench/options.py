@@ -295,7 +295,7 @@ def add_agent_options(parser: pytest.Parser) -> None:
     """Options of the model-backed agents, budgets and the cost estimate."""
     group = parser.getgroup("agentbench-agents", "agents, budgets and cost (pytest-agentbench)")
     group.addoption("--agent-model", default=None, metavar="MODEL",
-                    help="api-claude: the Claude model (default: claude-sonnet-4-5).")
+                    help="api-claude: the Claude model (default: claude-sonnet-4-6).")
     group.addoption("--agent-url", default=None, metavar="URL",
                     help="http: the agent server's base URL (POST /act, POST /reset, GET /health).")
     group.addoption("--agent-timeout", default=None, metavar="SECONDS",

@@ -190,7 +190,13 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     registry.register("mock", mock, description="clicks the button the mock checker looks for, then done")
     registry.register("noop", noop, description="says done at once; fails every task")
     registry.register("scripted", scripted, description="plays actions per task id from --agent-script FILE")
-    registry.register("api-claude", api_claude, description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)")
+    def api_claude_estimate(config: pytest.Config | None, screen: tuple[int, int]) -> object:
+        from .agents.claude import estimate_for  # needs neither the SDK nor a key
+
+        return estimate_for(config, screen)
+
+    registry.register("api-claude", api_claude, description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)",
+                      estimate=api_claude_estimate)
     registry.register("http", http, description="an agent served elsewhere: --agent-url URL (POST /act, /reset; GET /health)")
     registry.register("replay", replay, description="replays a compiled workflow per task: --replay-bundles DIR/<task id>/workflow.json")
 

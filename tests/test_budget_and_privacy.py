@@ -208,3 +208,39 @@ def test_dry_run_prices_the_selected_tasks_and_starts_nothing(run, paid, pyteste
         "  Nothing was started and no model was called.",
     ])
     assert not (pytester.path / "benchmark_results").exists()
+
+
+WAA_DATA = __import__("pathlib").Path(__file__).parent / "data" / "waa"
+
+
+def test_dry_run_of_a_replay_has_the_reference_block_with_its_vm_assumptions(run, pytester):
+    """The reference tool's replay estimate (154 tasks, one VM-minute each, $0.19/h, one VM) comes
+    out to the same VM figures; the baseline is api-claude's own estimate, with no key needed."""
+    bundles = pytester.path / "bundles" / "any"
+    bundles.mkdir(parents=True)
+    (bundles / "workflow.json").write_text('{"schema": "pytest-agentbench/workflow/v1", "steps": []}')
+    result = run("--bench=waa", "--waa-examples", str(WAA_DATA), "--agent", "replay", "--replay-bundles",
+                 str(pytester.path / "bundles"), "--dry-run", "--pool", "azure", "--pool-hourly-usd", "0.19",
+                 "--pool-minutes-per-task", "1")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "  154 tasks (agent replay):",
+        "    Azure VM-hours:        2.82 vm-hours @ $0.1900/hr = $0.54",
+        "    Agent token cost:      $0.00  (paid tasks=0, 0 steps each)",
+        "    -> TOTAL:              $0.54   ($0.0035/task)",
+        "    Pure-agent baseline:   $*   (15 steps/task with api-claude claude-sonnet-4-6, all paid)",
+        "    Savings vs baseline:   $*",
+        "  Nothing was started and no model was called.",
+    ])
+
+
+def test_dry_run_of_api_claude_needs_no_key(run, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = run("--bench=waa", "--waa-examples", str(WAA_DATA), "--agent", "api-claude", "--dry-run",
+                 "--max-steps", "22", "-m", "notepad")
+    assert result.ret == 0
+    # 1920x1080 is sent at 1280x720: 1229 image tokens + 500 text in, 300 out, at $3/$15 per million.
+    per_step = (1229 + 500) * 3e-6 + 300 * 15e-6
+    lines = [line for line in result.stdout.lines if "Agent token cost" in line]
+    tasks = int(next(line for line in result.stdout.lines if "tasks (agent api-claude" in line).split()[0])
+    assert lines == [f"    Agent token cost:      ${tasks * 22 * per_step:.2f}  (paid tasks={tasks}, 22 steps each)"]

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 from conftest import QUIET, notepad_project, only_run_folder
+from pytest_agentbench.testing import NOTEPAD_SOLUTION
+from pytest_agentbench.testing import NOTEPAD_TASK as NOTEPAD
 
 pytest.importorskip("boto3")
 pytest.importorskip("moto")
 
 EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
-from pytest_agentbench.testing import NOTEPAD_SOLUTION
-from pytest_agentbench.testing import NOTEPAD_TASK as NOTEPAD
 
 CONFTEST = r'''
 import json, os, time

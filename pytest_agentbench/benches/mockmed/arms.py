@@ -6,7 +6,8 @@
 * ``compiled``: a workflow recorded once from a demonstration on the ``clean`` app and compiled
   to a file; each step's target is described by several signals (role, name, element id, row
   context, position) and replayed by the best-supported match, with each step's expected result
-  checked. It halts (``fail``) rather than guess, and makes no model calls.
+  checked. It halts (``fail``) rather than guess, and makes no model calls. It is the general
+  ``replay`` agent (``agents/replay.py``) playing one workflow for every task.
 
 The scripts stop at the first element they cannot find, as a Playwright script stops at its
 first timeout; nothing they did before that is undone.
