@@ -62,8 +62,9 @@ class AgentbenchPlugin:
         #: The machine pool (``--pool``): leases, connections, VM lifecycle. None without it.
         self.pools: PoolManager | None = None
         self._pointed: set[str] = set()
-        self._budget: Budget | None = None
+        self._budget: Budget | None | bool = None
         self._estimate: list[str] = []
+        self._scrub_impls: list[Any] | None = None
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -261,6 +262,8 @@ class AgentbenchPlugin:
     def budget(self) -> Budget | None:
         """The spending caps (``--max-cost-usd``, ``--max-cost-usd-per-task``); None without them.
         Every process charges one ledger in the run folder, so the run's cap holds across workers."""
+        if self._budget is False:
+            return None
         if self._budget is None:
             from .budget import Budget
             from .options import money_setting
@@ -268,6 +271,7 @@ class AgentbenchPlugin:
             run = money_setting(self.config, "max_cost_usd", "--max-cost-usd")
             task = money_setting(self.config, "max_cost_usd_per_task", "--max-cost-usd-per-task")
             if run is None and task is None:
+                self._budget = False  # looked up once: no caps
                 return None
             ledger = self.run_folder.path / "budget.ledger" if self.run_folder is not None else None
             self._budget = Budget(run, task, ledger)
@@ -275,7 +279,9 @@ class AgentbenchPlugin:
 
     def _scrubber(self, task: Task) -> Callable[[Observation], Observation] | None:
         """Every ``pytest_agentbench_scrub_screenshot`` implementation, in turn, lazily on read."""
-        impls = self.config.hook.pytest_agentbench_scrub_screenshot.get_hookimpls()
+        if self._scrub_impls is None:
+            self._scrub_impls = self.config.hook.pytest_agentbench_scrub_screenshot.get_hookimpls()
+        impls = self._scrub_impls
         if not impls:
             return None
         config = self.config
