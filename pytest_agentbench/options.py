@@ -7,6 +7,7 @@ Bad values are usage errors naming the value and the fix.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,9 @@ def addoption(parser: pytest.Parser) -> None:
                     help="results.jsonl (or run folder) of an earlier run: its non-passing tasks become xfail.")
     group.addoption("--min-success", type=_rate, default=None, metavar="RATE",
                     help="fail the run when the success rate (outcomes only) is below RATE.")
+    group.addoption("--inspect-log", default=None, metavar="PATH",
+                    help="also write the run as an Inspect AI eval log: PATH.json, or a directory "
+                         "(the log gets the timestamped name inspect view lists).")
 
     parser.addini("agentbench_benchmarks", "benchmarks to run (as --bench)", type="args", default=[])
     parser.addini("agentbench_tasks", "tasks per benchmark (as --tasks)", default="")
@@ -79,6 +83,7 @@ def addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_screenshots", "screenshot mode (as --screenshots)", default="")
     parser.addini("agentbench_baseline", "baseline results (as --baseline)", default="")
     parser.addini("agentbench_min_success", "minimum success rate (as --min-success)", default="")
+    parser.addini("agentbench_inspect_log", "Inspect AI eval log file or folder (as --inspect-log)", default="")
 
 
 def benchmarks_requested(config: pytest.Config) -> list[str]:
@@ -105,6 +110,7 @@ class Settings:
     screenshots: str
     baseline: Path | None
     min_success: float | None
+    inspect_log: Path | None = None
 
 
 def _ini_convert(config: pytest.Config, key: str, flag: str, convert):  # type: ignore[no-untyped-def]
@@ -132,6 +138,14 @@ def settings_from_config(config: pytest.Config) -> Settings:
     script = opt("agent_script") or str(ini("agentbench_agent_script")).strip() or None
     baseline = opt("baseline") or str(ini("agentbench_baseline")).strip() or None
     results_dir = opt("results_dir") or str(ini("agentbench_results_dir")).strip() or "benchmark_results"
+    inspect_log = opt("inspect_log") or str(ini("agentbench_inspect_log")).strip() or None
+    if inspect_log is not None:
+        from .record.inspect_log import check_path
+
+        try:
+            inspect_log = check_path(inspect_log)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
     return Settings(
         benchmarks=tuple(benchmarks_requested(config)),
         tasks=tasks,
@@ -144,6 +158,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         screenshots=screenshots,
         baseline=Path(baseline) if baseline else None,
         min_success=min_success,
+        inspect_log=inspect_log,
     )
 
 
@@ -397,3 +412,90 @@ def add_pool_options(parser: pytest.Parser) -> None:
         parser.addini(f"agentbench_pool_{key}", f"as --pool-{key.replace('_', '-')}", default="")
     parser.addini("agentbench_azure_subscription", "as --azure-subscription", default="")
     parser.addini("agentbench_aws_subnet", "as --aws-subnet", default="")
+
+
+# -- OpenComputer and sandbox options ---------------------------------------------------------------------------------------
+OPENCOMPUTER_DEFAULT_TIMEOUT = 30.0
+OPENCOMPUTER_VERIFIER_ERRORS = ("error", "fail")
+SANDBOX_ISOLATION_MODES = ("auto", "bwrap", "none")
+
+
+def opencomputer_timeout(text: str) -> float:
+    """``--opencomputer-timeout``: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--opencomputer-timeout must be a number of seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"--opencomputer-timeout must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def _has_flag(group: pytest.OptionGroup, flag: str) -> bool:
+    return any(flag in opt.names() for opt in group.options)
+
+
+def _addini_once(parser: pytest.Parser, name: str, text: str) -> None:
+    if name not in getattr(parser, "_inidict", {}):
+        parser.addini(name, text, default="")
+
+
+def add_opencomputer_options(parser: pytest.Parser) -> None:
+    """``--opencomputer-*`` and their ini keys. Safe to call twice (a conftest and the plugin)."""
+    group = parser.getgroup("agentbench-opencomputer", "OpenComputer tasks (pytest-agentbench)")
+    if not _has_flag(group, "--opencomputer-tasks"):
+        group.addoption("--opencomputer-tasks", default=None, metavar="DIR",
+                        help="OpenComputer tasks: DIR/<id>/task.json with seed files in DIR/<id>/env/ "
+                             "(OpenComputer's task_generator/tasks, or a checkout holding it).")
+        group.addoption("--opencomputer-verifiers", default=None, metavar="DIR",
+                        help="the verifier scripts, DIR/<app>/<app>.py (OpenComputer's verifiers/) or DIR/<app>.py.")
+        group.addoption("--opencomputer-end-state", default=None, metavar="DIR",
+                        help="grade the end states DIR/<id>/ (paths relative to /home/user) instead of "
+                             "playing an agent; tasks without one are skipped.")
+        group.addoption("--opencomputer-timeout", type=opencomputer_timeout, default=None, metavar="SECONDS",
+                        help="seconds per checker command before it is killed "
+                             f"(default: {OPENCOMPUTER_DEFAULT_TIMEOUT:g}).")
+        group.addoption("--opencomputer-judge", default=None, metavar="MODULE:CALLABLE",
+                        help="judge of the LLM-judged checks, judge(check, output) -> bool | None; "
+                             "without it they are not evaluated.")
+        group.addoption("--opencomputer-verifier-errors", default=None, choices=OPENCOMPUTER_VERIFIER_ERRORS,
+                        help="a verifier that cannot answer ({\"error\": ...}, a crash, a timeout) makes the "
+                             "item an error (default) or fails that check (fail, as OpenComputer does).")
+    for key, text in (("tasks", "as --opencomputer-tasks"), ("verifiers", "as --opencomputer-verifiers"),
+                      ("end_state", "as --opencomputer-end-state"), ("timeout", "as --opencomputer-timeout"),
+                      ("judge", "as --opencomputer-judge"), ("verifier_errors", "as --opencomputer-verifier-errors")):
+        _addini_once(parser, f"agentbench_opencomputer_{key}", text)
+
+
+def add_sandbox_options(parser: pytest.Parser) -> None:
+    """``--sandbox-isolation`` (the ``sandbox`` fixture and OpenComputer's sandboxes). Safe to call twice."""
+    group = parser.getgroup("agentbench", "agent benchmarks (pytest-agentbench)")
+    if not _has_flag(group, "--sandbox-isolation"):
+        group.addoption("--sandbox-isolation", default=None, choices=SANDBOX_ISOLATION_MODES,
+                        help="sandboxes: auto (bubblewrap when it works, else a plain folder with a warning; "
+                             "default), bwrap (required) or none (a plain folder, no warning).")
+    _addini_once(parser, "agentbench_sandbox_isolation", "as --sandbox-isolation")
+
+
+def _trajectory_min(text: str) -> float:
+    """``--trajectory-min``, parsed by the trajectory module (loaded only when the option is given)."""
+    from .trajectory.collect import parse_min
+
+    return parse_min(text)
+
+
+def add_trajectory_options(parser: pytest.Parser) -> None:
+    """``--trajectory-min`` and its ini key: gate a run of trajectory test cases (``*.case.json``)."""
+    group = parser.getgroup("agentbench-trajectory", "trajectory checks (pytest-agentbench)")
+    group.addoption("--trajectory-min", type=_trajectory_min, default=None, metavar="SCORE",
+                    help="fail the run when the mean score of the evaluated trajectory metrics, over every "
+                         "*.case.json item that ran, is below SCORE (0..1).")
+    parser.addini("agentbench_trajectory_min", "minimum mean trajectory score (as --trajectory-min)", default="")
+
+
+def check_trajectory_min(config: pytest.Config) -> None:
+    """A bad ``agentbench_trajectory_min`` is a usage error at once (exit 4), not at the end of a run."""
+    if str(config.getini("agentbench_trajectory_min")).strip():
+        from .trajectory.collect import configured_min
+
+        configured_min(config)

@@ -7,15 +7,19 @@ benchmark.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import hookspecs, options
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .agent import Agent
     from .benchmark import Benchmark
+    from .infra.sandbox import Sandbox
     from .model import EpisodeRecord, Task
     from .record.runfolder import RunFolder
     from .registry import AdapterRegistry, AgentRegistry, BenchmarkRegistry
@@ -33,6 +37,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_pool_options(parser)
     options.add_agent_options(parser)
     options.add_extradup_options(parser)
+    options.add_opencomputer_options(parser)
+    options.add_sandbox_options(parser)
+    options.add_trajectory_options(parser)
 
 
 def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[dict]) -> None:
@@ -66,8 +73,28 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return None
 
 
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Trajectory test cases: one item per ``*.case.json`` file. A suffix check; nothing loads for
+    any other file."""
+    if not file_path.name.endswith(".case.json"):
+        return None
+    from .trajectory.collect import collect_case_file
+
+    return collect_case_file(file_path, parent)
+
+
+def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]) -> None:
+    """Under xdist the controller collects nothing: the first trajectory result a worker sends
+    loads the trajectory summary and the ``--trajectory-min`` gate."""
+    if "agentbench_trajectory" in data:
+        from .trajectory.collect import ensure_reporter
+
+        ensure_reporter(config)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    options.check_trajectory_min(config)
     if options.audit_requested(config):
         _configure_audit(config)
     if not options.benchmarks_requested(config):
@@ -140,6 +167,14 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
         from .benches.extradup import make_provider
 
         return make_provider(config)
+
+    def opencomputer(config: pytest.Config | None) -> Benchmark:
+        from .benches.opencomputer.bench import OpenComputerBenchmark
+
+        return OpenComputerBenchmark.from_config(config)
+
+    registry.register("opencomputer", opencomputer,
+                      description="OpenComputer tasks graded by their own verifiers in a sandbox (--opencomputer-tasks DIR)")
 
     registry.register_suite("extradup", extradup, description="does a reward pay for wrong writes? (MockMed records)")
 
@@ -294,6 +329,20 @@ def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
     return record
 
 
+
+
+@pytest.fixture
+def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Sandbox]:
+    """A fresh sandbox folder for this test: ``sandbox.run(argv, timeout=...)`` runs a command in it
+    with ``/home/user`` and ``/tmp`` as its only writable folders and no network (bubblewrap), or
+    in a plain folder with a warning when bubblewrap is missing or unusable (--sandbox-isolation)."""
+    from .infra.sandbox import Sandbox, session_isolation
+
+    box = Sandbox(tmp_path_factory.mktemp("sandbox"), session_isolation(pytestconfig))
+    try:
+        yield box
+    finally:
+        box.close()
 
 
 @pytest.fixture

@@ -29,6 +29,10 @@ for _module in pkgutil.walk_packages(pytest_agentbench.__path__, "pytest_agentbe
     except ImportError:  # optional extras (cloud SDKs) that are not installed
         pass
 
+# tests/data holds inputs that tests copy into pytester folders (trajectory case files among
+# them, several failing by design): data, never tests of this suite.
+collect_ignore = ["data"]
+
 # Plugins that may be installed on a developer machine and would only add noise to inner runs.
 QUIET = ("-p", "no:benchmark", "-p", "no:randomly", "-p", "no:hypothesispytest")
 

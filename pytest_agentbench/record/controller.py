@@ -5,6 +5,7 @@ single process without xdist), so every record is written exactly once."""
 from __future__ import annotations
 
 import datetime as _dt
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -36,6 +37,7 @@ class RunController:
         self.write_error: str | None = None
         self.setup_seconds: dict[str, float] = {}
         self.file_errors: list[str] = []
+        self.inspect_log: Path | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
@@ -118,6 +120,15 @@ class RunController:
             write_viewer(folder.path)
         except OSError as exc:
             self.write_error = f"ERROR: could not write the run summary in {folder.path}: {exc}"
+        if settings.inspect_log is not None:
+            from .inspect_log import write_inspect_log
+
+            status = "cancelled" if session.exitstatus == pytest.ExitCode.INTERRUPTED else "success"
+            try:
+                self.inspect_log = write_inspect_log(settings.inspect_log, self.summary, self.records, folder.path,
+                                                     status=status)
+            except OSError as exc:
+                self.write_error = self.write_error or f"ERROR: could not write the Inspect log {settings.inspect_log}: {exc}"
         if self.file_errors and not self.write_error:
             self.write_error = (f"ERROR: {len(self.file_errors)} task file(s) could not be written in {folder.path}; "
                                 f"first: {self.file_errors[0]}")
@@ -159,6 +170,8 @@ class RunController:
         tr.write_line("")
         tr.write_line(f"Results saved to: {folder.path}")
         tr.write_line(f"View them with:   {folder.viewer_path}")
+        if self.inspect_log is not None:
+            tr.write_line(f"Inspect log:      {self.inspect_log}")
         for message in (self.gate_message, self.write_error):
             if message:
                 tr.write_line(message, red=True, bold=True)

@@ -10,11 +10,9 @@ A reward is a plain callable ``reward(evidence) -> bool | float | None``:
 
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
 import os
-import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,17 +89,12 @@ def load_reward(spec: str, rootdir: str | None = None) -> Reward | None:
         raise _usage(f"unknown reward {spec!r} in --reward; built-in rewards: {known}; or give module:callable")
     if not module_name or not attr:
         raise _usage(f"--reward {spec!r}: use module:callable (built-in rewards: {known})")
-    for folder in (rootdir, os.getcwd()):
-        if folder and folder not in sys.path:
-            sys.path.insert(0, folder)
-    importlib.invalidate_caches()
+    from ...loading import LoadError, import_callable
+
     try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except Exception as exc:  # noqa: BLE001 - any import problem is a usage error naming the reward
-        raise _usage(f"cannot load reward {spec!r} in --reward: {type(exc).__name__}: {exc} "
-                     f"(built-in rewards: {known})") from None
+        target = import_callable(module_name, attr, rootdir)
+    except LoadError as exc:
+        raise _usage(f"cannot load reward {spec!r} in --reward: {exc} (built-in rewards: {known})") from None
     if not callable(target):
         raise _usage(f"reward {spec!r} in --reward is not callable (a {type(target).__name__}); "
                      "a reward is reward(evidence) -> bool | float | None")

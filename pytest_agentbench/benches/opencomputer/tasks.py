@@ -1,0 +1,202 @@
+"""OpenComputer task files: ``DIR/<id>/task.json``, checked and turned into ``Task`` objects.
+
+The layout is OpenComputer's own (``task_generator/tasks/<id>/task.json`` with the seed files in
+``<id>/env/``), so ``--opencomputer-tasks`` takes that folder, or an OpenComputer checkout (its
+``task_generator/tasks`` is used). The folder name is the task id and must equal the file's
+``"id"``: the reference harness finds a task's ``env/`` folder by its id, so a mismatch would
+silently lose the seed files there.
+
+The reference loader skips files that are not valid JSON; here every problem is one line naming
+the file and what is wrong (``OpenComputerTaskError``, a ``ValueError`` the core turns into a usage
+error), so a broken task is never silently left out of a run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ...model import Task
+
+BENCHMARK = "opencomputer"
+#: The reference harness's default step limit (``EVAL_MAX_ITERATIONS``); an explicit --max-steps wins.
+UPSTREAM_MAX_STEPS = 100
+#: App names become domains: pytest markers and node-id parts.
+_APP = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_BAD_ID = re.compile(r"[\[\]/\\\s]|::")
+#: Where env files may go: the sandbox's home and temporary folders (see infra/sandbox.py).
+SANDBOX_ROOTS = (PurePosixPath("/home/user"), PurePosixPath("/tmp"))
+#: The tag given to tasks with LLM-judged checks (``-k "not llm_judged"`` leaves them out).
+LLM_TAG = "llm_judged"
+
+
+class OpenComputerTaskError(ValueError):
+    """A task folder or task file that cannot be used. The message is one line naming the file."""
+
+
+def resolve_tasks_dir(path: str | Path) -> Path:
+    """The folder holding ``<id>/task.json``: ``path`` itself, or an OpenComputer checkout's
+    ``task_generator/tasks``."""
+    folder = Path(path)
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise OpenComputerTaskError(f"OpenComputer tasks folder {folder} {what} (--opencomputer-tasks wants "
+                                    "a folder of <id>/task.json, e.g. OpenComputer's task_generator/tasks)")
+    nested = folder / "task_generator" / "tasks"
+    return nested if nested.is_dir() else folder
+
+
+def task_files(tasks_dir: Path) -> list[Path]:
+    """Every ``<id>/task.json`` in the folder, sorted. Folders without one are not tasks."""
+    return sorted(p / "task.json" for p in tasks_dir.iterdir() if p.is_dir() and (p / "task.json").is_file())
+
+
+def _check(ok: bool, path: Path, message: str) -> None:
+    if not ok:
+        raise OpenComputerTaskError(f"OpenComputer task file {path}: {message}")
+
+
+def _short(value: Any) -> str:
+    return " ".join(repr(value).split())[:80]
+
+
+def check_sandbox_path(value: Any, path: Path, where: str) -> str:
+    _check(isinstance(value, str) and value != "", path,
+           f"{where}: 'sandbox_path' must be a path string, got {_short(value)}")
+    pure = PurePosixPath(value)
+    inside = pure.is_absolute() and ".." not in pure.parts and any(
+        pure != root and root in pure.parents for root in SANDBOX_ROOTS)
+    _check(inside, path, f"{where}: 'sandbox_path' {value!r} must be a file under /home/user or /tmp "
+                         "(the sandbox's writable folders)")
+    return value
+
+
+def _check_env(env: Any, path: Path) -> None:
+    _check(isinstance(env, dict), path, f"'env' must be an object, got {type(env).__name__}")
+    files = env.get("files", [])
+    _check(isinstance(files, list), path, f"'env.files' must be a list, got {type(files).__name__}")
+    for i, entry in enumerate(files):
+        where = f"env.files[{i}]"
+        _check(isinstance(entry, dict), path, f"{where} must be an object, got {_short(entry)}")
+        name = entry.get("filename")
+        _check(isinstance(name, str) and name != "" and PurePosixPath(name).name == name and name not in (".", ".."),
+               path, f"{where}: 'filename' must be a file name in the task's env/ folder, got {_short(name)}")
+        check_sandbox_path(entry.get("sandbox_path"), path, where)
+
+
+def check_kind(check: dict[str, Any]) -> str:
+    """``llm``, ``eval`` or ``key`` (the reference's order: a judge first, then ``eval``, which wins
+    over ``expected`` when both are present)."""
+    if "judge" in check:
+        return "llm"
+    return "eval" if "eval" in check else "key"
+
+
+def _check_verification(checks: Any, path: Path) -> None:
+    _check(isinstance(checks, list) and len(checks) > 0, path,
+           f"'verification' must be a non-empty list of checks, got {_short(checks)}")
+    for i, check in enumerate(checks):
+        where = f"verification[{i}]"
+        _check(isinstance(check, dict), path, f"{where} must be an object, got {_short(check)}")
+        kind = check_kind(check)
+        command = check.get("command")
+        if kind == "llm":
+            _check(check["judge"] == "llm", path, f"{where}: 'judge' must be \"llm\", got {_short(check['judge'])}")
+            _check(isinstance(check.get("prompt"), str) and check["prompt"].strip() != "", path,
+                   f"{where}: an LLM-judged check needs a 'prompt' string")
+            if command is None:
+                continue
+        _check(isinstance(command, str) and command.strip() != "", path,
+               f"{where}: 'command' must be a verifier subcommand with its arguments, got {_short(command)}")
+        try:
+            shlex.split(command)
+        except ValueError as exc:
+            raise OpenComputerTaskError(f"OpenComputer task file {path}: {where}: 'command' cannot be split "
+                                        f"into arguments ({exc}): {command!r}") from None
+        if kind == "eval":
+            expr = check["eval"]
+            _check(isinstance(expr, str) and expr.strip() != "", path,
+                   f"{where}: 'eval' must be a Python expression string")
+            try:
+                compile(expr, f"{path}:{where}", "eval")
+            except SyntaxError as exc:
+                raise OpenComputerTaskError(f"OpenComputer task file {path}: {where}: 'eval' is not a Python "
+                                            f"expression ({exc.msg}): {expr!r}") from None
+        elif kind == "key":
+            _check(isinstance(check.get("key"), str) and check["key"] != "", path,
+                   f"{where}: a check needs 'key' and 'expected', an 'eval' expression, or 'judge': \"llm\"")
+            _check("expected" in check, path, f"{where}: a 'key' check needs 'expected'")
+        if "description" in check:
+            _check(isinstance(check["description"], str), path, f"{where}: 'description' must be a string")
+
+
+def check_task_json(data: Any, path: Path) -> dict[str, Any]:
+    """Raise ``OpenComputerTaskError`` unless ``data`` is a usable OpenComputer task."""
+    _check(isinstance(data, dict), path, f"the top level must be an object, got {type(data).__name__}")
+    task_id = data.get("id")
+    _check(isinstance(task_id, str) and task_id != "", path, f"'id' must be a non-empty string, got {_short(task_id)}")
+    _check(not _BAD_ID.search(task_id) and task_id not in (".", ".."), path,
+           f"task id {task_id!r} cannot be a pytest node id (no brackets, '::', slashes or whitespace)")
+    _check(task_id == path.parent.name, path,
+           f"'id' {task_id!r} differs from its folder name {path.parent.name!r}; rename one so they match")
+    app = data.get("app")
+    _check(isinstance(app, str) and bool(_APP.match(app)), path,
+           f"'app' must be an app name (letters, digits and '_', not starting with a digit), got {_short(app)}")
+    instruction = data.get("task")
+    _check(isinstance(instruction, str) and instruction.strip() != "", path,
+           f"'task' (the instruction) must be a non-empty string, got {_short(instruction)}")
+    if "env" in data:
+        _check_env(data["env"], path)
+    _check_verification(data.get("verification"), path)
+    if "metadata" in data:
+        _check(isinstance(data["metadata"], dict), path,
+               f"'metadata' must be an object, got {type(data['metadata']).__name__}")
+    return data
+
+
+def read_task(path: Path) -> Task:
+    """One ``task.json`` as a ``Task``: the app is the domain, the whole file is ``raw_config``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise OpenComputerTaskError(f"OpenComputer task file {path}: not UTF-8 ({exc.reason})") from None
+    except OSError as exc:
+        raise OpenComputerTaskError(f"OpenComputer task file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OpenComputerTaskError(f"OpenComputer task file {path}: not valid JSON: {exc}") from None
+    check_task_json(data, path)
+    llm = any(check_kind(c) == "llm" for c in data["verification"])
+    return Task(
+        task_id=data["id"],
+        instruction=data["task"].strip(),
+        domain=data["app"],
+        benchmark=BENCHMARK,
+        time_limit_steps=UPSTREAM_MAX_STEPS,
+        tags=[LLM_TAG] if llm else [],
+        raw_config=data,
+    )
+
+
+def load_tasks(tasks_dir: Path) -> list[Task]:
+    """All tasks of the folder. The first invalid file is the error, with a count of the others."""
+    files = task_files(tasks_dir)
+    if not files:
+        raise OpenComputerTaskError(f"OpenComputer tasks folder {tasks_dir} holds no <id>/task.json files "
+                                    "(--opencomputer-tasks wants OpenComputer's task_generator/tasks layout)")
+    tasks: list[Task] = []
+    errors: list[str] = []
+    for path in files:
+        try:
+            tasks.append(read_task(path))
+        except OpenComputerTaskError as exc:
+            errors.append(str(exc))
+    if errors:
+        others = len(errors) - 1
+        more = f" (and {others} more invalid task file{'s' if others > 1 else ''})" if others else ""
+        raise OpenComputerTaskError(errors[0] + more)
+    return tasks

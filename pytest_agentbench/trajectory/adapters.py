@@ -1,0 +1,607 @@
+"""Readers that turn other formats into a ``Trace``, so any recorded run can be checked.
+
+* ``from_openai_messages``: OpenAI Chat Completions messages (assistant ``tool_calls``, ``tool``
+  results; also the legacy ``function_call`` / ``function`` pair).
+* ``from_langchain_run``: a LangChain / LangSmith run tree, as the run object or as its JSON dict.
+  LangChain is never imported: the object is read by attribute, the dict by key.
+* ``from_fixtura_trace``: a Fixtura ``.trace`` file (zstd-compressed JSON lines; the optional
+  ``zstandard`` package reads it) or the same records uncompressed.
+* ``from_run_record``: this plugin's own ``trajectory.json``, so a run of any benchmark can be
+  checked afterwards.
+
+Each follows the reference tool's adapter (openeval-core 0.2.1) except where that loses or
+misattributes data; the user guide lists every difference. A file or value that cannot be read
+raises ``TraceFormatError`` (a ``ValueError``) with one line naming the bad part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .model import (
+    DIVERGENCE_CHECKED,
+    DURATION_SECONDS,
+    FINGERPRINT,
+    VERDICT,
+    Trace,
+    TraceFormatError,
+    TraceStep,
+)
+
+__all__ = [
+    "TraceFormatError",
+    "from_fixtura_trace",
+    "from_langchain_run",
+    "from_openai_messages",
+    "from_run_record",
+    "verdict_from_check_drift",
+]
+
+# -- OpenAI chat messages -------------------------------------------------------------------
+
+
+def from_openai_messages(messages: Any, task_id: str = "openai_task", final_output: str | None = None,
+                         input_text: str | None = None) -> Trace:
+    """A trace from Chat Completions messages (dicts, or SDK message objects with
+    ``model_dump``; a request body ``{"messages": [...]}`` is accepted too).
+
+    Assistant text sent with tool calls becomes a ``thought`` step, each call a ``tool_call``
+    step (arguments parsed from their JSON string; already-parsed objects are accepted), each
+    ``tool`` message a ``tool_result`` step attributed to its call by ``tool_call_id`` (calls that
+    share an id are answered in order), and assistant text without calls an ``output`` step.
+    ``input`` is the first user message's text, ``final_output`` the last ``output`` step's text
+    unless given.
+    """
+    if isinstance(messages, Mapping) and "messages" in messages:
+        messages = messages["messages"]
+    if not isinstance(messages, (list, tuple)):
+        raise TraceFormatError(f"OpenAI messages must be a list of message objects, got {type(messages).__name__}")
+    steps: list[TraceStep] = []
+    pending: dict[Any, deque[TraceStep]] = {}
+    first_input: str | None = None
+    last_output = ""
+
+    def add(**fields: Any) -> TraceStep:
+        step = TraceStep(step_id=len(steps) + 1, **fields)
+        steps.append(step)
+        return step
+
+    def call(name: Any, arguments: Any, key: Any, source_id: str | None) -> None:
+        args, error = _parse_arguments(arguments)
+        step = add(type="tool_call", content=arguments if isinstance(arguments, str) else "",
+                   tool_name=name if isinstance(name, str) and name else None, tool_args=args, error=error,
+                   source_id=source_id)
+        pending.setdefault(key, deque()).append(step)
+
+    for index, raw in enumerate(messages):
+        message = _as_dict(raw)
+        if message is None:
+            raise TraceFormatError(f"OpenAI messages[{index}] must be an object, got {type(raw).__name__}")
+        role = message.get("role")
+        text = _content_text(message.get("content"))
+        if role == "assistant":
+            tool_calls = message.get("tool_calls") or []
+            legacy = _as_dict(message.get("function_call"))
+            if not isinstance(tool_calls, (list, tuple)):
+                raise TraceFormatError(f"OpenAI messages[{index}].tool_calls must be a list, got {type(tool_calls).__name__}")
+            if tool_calls or legacy:
+                if text:
+                    add(type="thought", content=text)
+                for number, raw_call in enumerate(tool_calls):
+                    tool_call = _as_dict(raw_call)
+                    if tool_call is None:
+                        raise TraceFormatError(f"OpenAI messages[{index}].tool_calls[{number}] must be an object")
+                    function = _as_dict(tool_call.get("function")) or {}
+                    call_id = tool_call.get("id")
+                    call(function.get("name"), function.get("arguments"), _key("id", call_id),
+                         call_id if isinstance(call_id, str) else None)
+                if legacy:
+                    name = legacy.get("name")
+                    call(name, legacy.get("arguments"), _key("function", name), None)
+            elif text:
+                add(type="output", content=text)
+                last_output = text
+        elif role in ("tool", "function"):
+            key = _key("id", message.get("tool_call_id")) if role == "tool" else _key("function", message.get("name"))
+            queue = pending.get(key)
+            origin = queue.popleft() if queue else None
+            source = message.get("tool_call_id")
+            name = message.get("name") if role == "function" else None
+            add(type="tool_result", content=text, tool_result=text,
+                tool_name=origin.tool_name if origin else name if isinstance(name, str) and name else None,
+                source_id=source if isinstance(source, str) else None)
+        elif role == "user" and first_input is None and text:
+            first_input = text
+    return Trace(task_id=task_id, input=input_text if input_text is not None else first_input or "", steps=steps,
+                 final_output=final_output if final_output is not None else last_output)
+
+
+def _key(kind: str, value: Any) -> tuple[str, Any]:
+    """A key for matching results to calls; an id that is not hashable is matched by its repr."""
+    try:
+        hash(value)
+    except TypeError:
+        value = repr(value)
+    return kind, value
+
+
+def _as_dict(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, Mapping):
+        return dict(value)
+    dump = getattr(value, "model_dump", None)  # openai SDK objects (pydantic)
+    if callable(dump):
+        data = dump()
+        return data if isinstance(data, dict) else None
+    return None
+
+
+def _content_text(content: Any) -> str:
+    """Message content as text: a string as is, a list of parts as their text joined (images and
+    other parts left out), anything else as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        return "\n".join(texts)
+    return json.dumps(content, default=str)
+
+
+def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """(tool_args, error) from a call's arguments: a JSON string or an already-parsed object."""
+    if arguments is None or arguments == "":
+        return {}, None
+    if isinstance(arguments, Mapping):
+        return dict(arguments), None
+    if not isinstance(arguments, str):
+        return None, f"tool arguments are {type(arguments).__name__}, not a JSON object"
+    try:
+        value = json.loads(arguments)
+    except ValueError as exc:
+        return None, f"tool arguments are not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, f"tool arguments are a JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+# -- LangChain run trees ----------------------------------------------------------------------
+
+
+def from_langchain_run(run: Any, task_id: str = "langchain_task", input_text: str | None = None) -> Trace:
+    """A trace from a LangChain run tree: a ``Run`` / ``RunTree`` object (what ``collect_runs``
+    or a tracer gives) or its JSON dict (``run.model_dump(mode="json")`` with ``child_runs``, or a
+    LangSmith export). The tree is walked depth first, children in execution order
+    (``dotted_order`` when every child has one). A ``tool`` run gives a ``tool_call`` step before
+    its children and a ``tool_result`` step after them, both carrying the run's error; an
+    ``llm`` / ``chat_model`` run gives a ``thought`` step with its generated text. Other runs
+    (chains, retrievers, ...) only contribute their children."""
+    if _field(run, "run_type") is None and _field(run, "child_runs") is None:
+        raise TraceFormatError(f"a LangChain run must have 'run_type' or 'child_runs'; got {type(run).__name__}")
+    steps: list[TraceStep] = []
+
+    def add(**fields: Any) -> None:
+        steps.append(TraceStep(step_id=len(steps) + 1, **fields))
+
+    stack: list[tuple[Any, bool]] = [(run, False)]  # (run, its children are done): no recursion limit
+    while stack:
+        node, closing = stack.pop()
+        kind = _field(node, "run_type")
+        name = _field(node, "name")
+        name = name if isinstance(name, str) and name else None
+        if closing:  # a tool run, after its children
+            start, end = _seconds(_field(node, "start_time")), _seconds(_field(node, "end_time"))
+            add(type="tool_result", content="", tool_name=name, tool_result=_tool_output(_field(node, "outputs")),
+                timestamp=end or 0.0, error=_first_line(_field(node, "error")),
+                latency_ms=(end - start) * 1000 if start is not None and end is not None else None,
+                source_id=_text_id(_field(node, "id")))
+            continue
+        start = _seconds(_field(node, "start_time"))
+        if kind == "tool":
+            inputs = _field(node, "inputs")
+            args = dict(inputs) if isinstance(inputs, Mapping) else None if inputs is None else {"input": inputs}
+            add(type="tool_call", content="", tool_name=name, tool_args=args, timestamp=start or 0.0,
+                error=_first_line(_field(node, "error")), source_id=_text_id(_field(node, "id")))
+            stack.append((node, True))
+        elif kind in ("llm", "chat_model"):
+            add(type="thought", content=_llm_text(_field(node, "outputs")), timestamp=start or 0.0,
+                error=_first_line(_field(node, "error")), source_id=_text_id(_field(node, "id")))
+        children = list(_field(node, "child_runs") or [])
+        orders = [_field(child, "dotted_order") for child in children]
+        if children and all(isinstance(order, str) for order in orders):
+            children = [child for _, child in sorted(zip(orders, children), key=lambda pair: pair[0])]
+        stack.extend((child, False) for child in reversed(children))
+    inputs = _field(run, "inputs")
+    metadata: dict[str, Any] = {}
+    run_id = _text_id(_field(run, "id"))
+    if run_id:
+        metadata["run_id"] = run_id
+    start, end = _seconds(_field(run, "start_time")), _seconds(_field(run, "end_time"))
+    if start is not None and end is not None and end >= start:
+        metadata[DURATION_SECONDS] = end - start
+    return Trace(task_id=task_id, input=input_text if input_text is not None else _run_input(inputs), steps=steps,
+                 final_output=_run_output(run), metadata=metadata)
+
+
+def _field(run: Any, key: str) -> Any:
+    if isinstance(run, Mapping):
+        return run.get(key)
+    return getattr(run, key, None)
+
+
+def _text_id(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _first_line(error: Any) -> str | None:
+    """A run's error as one line (LangChain stores the exception's repr followed by the
+    traceback)."""
+    if not error:
+        return None
+    text = str(error).split("Traceback (most recent call last)")[0].strip() or str(error).strip()
+    return text.splitlines()[0] if text else None
+
+
+def _seconds(value: Any) -> float | None:
+    """Epoch seconds from a datetime, an ISO 8601 string or a number; None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _tool_output(outputs: Any) -> Any:
+    if isinstance(outputs, Mapping):
+        if "output" in outputs:
+            return outputs["output"]
+        return dict(outputs) or None
+    return outputs
+
+
+def _llm_text(outputs: Any) -> str:
+    """The generated text of an llm run: ``generations[0][0].text`` (LangChain's LLMResult)."""
+    if isinstance(outputs, Mapping):
+        generations = outputs.get("generations")
+        if isinstance(generations, list) and generations:
+            first = generations[0]
+            if isinstance(first, list) and first:
+                first = first[0]
+            if isinstance(first, Mapping) and isinstance(first.get("text"), str):
+                return first["text"]
+    return ""
+
+
+def _run_input(inputs: Any) -> str:
+    if isinstance(inputs, Mapping):
+        if "input" in inputs:
+            return _as_text(inputs["input"])
+        if len(inputs) == 1:
+            return _as_text(next(iter(inputs.values())))
+        return json.dumps(inputs, default=str, sort_keys=True)
+    return "" if inputs is None else _as_text(inputs)
+
+
+def _run_output(run: Any) -> str:
+    """The root run's answer: ``outputs["output"]``; else the only value; else the last message of
+    ``outputs["messages"]`` (LangGraph); else the outputs as JSON; with no outputs and an error,
+    ``Error: <first line>``."""
+    outputs = _field(run, "outputs")
+    if isinstance(outputs, Mapping) and outputs:
+        if "output" in outputs:
+            return _as_text(outputs["output"])
+        if len(outputs) == 1:
+            return _as_text(next(iter(outputs.values())))
+        messages = outputs.get("messages")
+        if isinstance(messages, list) and messages:
+            last = _as_dict(messages[-1]) or {}
+            return _content_text(last.get("content"))
+        return json.dumps(outputs, default=str, sort_keys=True)
+    if outputs:
+        return _as_text(outputs)
+    error = _first_line(_field(run, "error"))
+    return f"Error: {error}" if error else ""
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # a list of messages: its last one's text
+        last = _as_dict(value[-1]) if value else None
+        if last is not None and "content" in last:
+            return _content_text(last["content"])
+    return json.dumps(value, default=str)
+
+
+# -- Fixtura .trace files ---------------------------------------------------------------------
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_DENIED = ("denied", "validation_error")
+_BLOCKED_BY_RATE_LIMIT = ("rate_limited", "circuit_broken")
+
+
+def verdict_from_check_drift(exit_code: int) -> str:
+    """The drift verdict for ``metadata['verdict']`` from ``fixtura check-drift``'s exit code
+    (0 PASS, 1 DRIFTED, 2 UNVERIFIED)."""
+    verdicts = {0: "PASS", 1: "DRIFTED", 2: "UNVERIFIED"}
+    if exit_code not in verdicts:
+        raise ValueError(f"fixtura check-drift exits 0, 1 or 2, got {exit_code!r}")
+    return verdicts[exit_code]
+
+
+def from_fixtura_trace(trace_path: str | Path, task_id: str = "fixtura_task", input_text: str = "",
+                       final_output: str = "", actual_state: dict[str, Any] | None = None,
+                       metadata: dict[str, Any] | None = None) -> Trace:
+    """A trace from a Fixtura ``.trace`` file: JSON lines, each a record with an ``event_type``,
+    compressed as one zstd frame per record (Fixtura's recorder) or not compressed at all (read
+    as plain UTF-8 JSON lines; told apart by the zstd magic bytes, whatever the file name).
+
+    ``llm_call`` records become ``thought`` steps and ``tool_call`` records ``tool_call`` steps;
+    a call that was not executed (permission ``denied`` or ``validation_error``, or blocked by the
+    rate limiter) is ``denied``. A branch (a header with ``parent_trace_id``) is read as Fixtura
+    reads it: the parent's steps up to and including ``divergence_step_id`` (from
+    ``<parent>.trace`` in the same folder), then the branch's own, the first of which is marked
+    ``divergent``. The header's ``fingerprint`` (and a ``verdict``, if any) go into the metadata
+    unless ``metadata`` already has them; pass ``metadata={"verdict": verdict_from_check_drift(code)}``
+    after ``fixtura check-drift``. ``input``, ``final_output`` and ``actual_state`` are not in a
+    trace file and come from the arguments.
+    """
+    path = Path(trace_path)
+    header, events = _fixtura_events(path, set())
+    meta = dict(metadata or {})
+    if header:
+        for key in (FINGERPRINT, VERDICT):
+            if header.get(key) is not None:
+                meta.setdefault(key, header[key])
+        if header.get("parent_trace_id") is not None:
+            meta.setdefault("fixtura_parent", header["parent_trace_id"])
+            meta.setdefault("fixtura_divergence_step_id", header.get("divergence_step_id"))
+            meta.setdefault(DIVERGENCE_CHECKED, True)
+    steps = [_fixtura_step(event, where, number, divergent)
+             for number, (event, where, divergent) in enumerate(events, start=1)]
+    return Trace(task_id=task_id, input=input_text, steps=steps, final_output=final_output,
+                 actual_state=dict(actual_state or {}), metadata=meta)
+
+
+def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
+    """(record, "file:line") for each JSON line of a trace file."""
+    if not path.is_file():
+        raise TraceFormatError(f"Fixtura trace not found: {path}")
+    data = path.read_bytes()
+    if data.startswith(_ZSTD_MAGIC):
+        try:
+            import zstandard
+        except ImportError:
+            raise TraceFormatError(
+                f"{path} is zstd-compressed and reading it needs the zstandard package: pip install zstandard") from None
+        data = _zstd_frames(zstandard, data, path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"{path}: neither zstd-compressed nor UTF-8 JSON lines ({exc.reason} at byte {exc.start})") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise TraceFormatError(f"{where}: not a JSON line ({exc})") from None
+        if not isinstance(record, dict):
+            raise TraceFormatError(f"{where}: a record must be a JSON object, got {type(record).__name__}")
+        records.append((record, where))
+    return records
+
+
+def _zstd_frames(zstandard: Any, data: bytes, path: Path) -> bytes:
+    """Decompress concatenated zstd frames (Fixtura appends one per record), refusing a cut-off
+    last frame, which a streaming reader would silently return in part."""
+    parts = []
+    context = zstandard.ZstdDecompressor()
+    try:
+        while data:
+            frame = context.decompressobj()
+            parts.append(frame.decompress(data))
+            if not frame.eof:
+                raise TraceFormatError(f"{path}: not a readable zstd stream (the last frame is cut off)")
+            data = frame.unused_data
+    except zstandard.ZstdError as exc:
+        raise TraceFormatError(f"{path}: not a readable zstd stream ({exc})") from None
+    return b"".join(parts)
+
+
+_Event = tuple[dict[str, Any], str, bool]  # (record, "file:line", divergent)
+
+
+def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None, list[_Event]]:
+    """The trace's header and its events with lineage resolved: (event, where, divergent)."""
+    resolved = path.resolve()
+    if resolved in seen:
+        raise TraceFormatError(f"{path}: its lineage loops back to itself")
+    seen.add(resolved)
+    records = _fixtura_records(path)
+    header = None
+    if records and records[0][0].get("event_type") == "trace_header":
+        header = records[0][0]
+        records = records[1:]
+    for record, where in records:
+        if record.get("event_type") == "trace_header":
+            raise TraceFormatError(f"{where}: a trace_header must be the first record")
+    own = [(record, where, False) for record, where in records]
+    parent_id = header.get("parent_trace_id") if header else None
+    if parent_id is None:
+        return header, own
+    divergence_id = header.get("divergence_step_id")
+    if not isinstance(parent_id, str) or not parent_id or divergence_id is None:
+        raise TraceFormatError(f"{path}: trace_header needs both parent_trace_id and divergence_step_id")
+    parent_path = path.with_name(f"{parent_id}.trace")
+    if not parent_path.is_file():
+        raise TraceFormatError(f"{path}: parent trace {parent_path.name} not found next to it "
+                               "(Fixtura looks for <parent_trace_id>.trace in the same folder)")
+    _, parent_events = _fixtura_events(parent_path, seen)
+    for cut, (event, _, _) in enumerate(parent_events):
+        if event.get("step_id") == divergence_id:
+            break
+    else:
+        raise TraceFormatError(f"{path}: divergence_step_id {divergence_id!r} is not a step of {parent_path.name}")
+    shared = [(event, where, False) for event, where, _ in parent_events[:cut + 1]]
+    if own:
+        own[0] = (own[0][0], own[0][1], True)
+    return header, shared + own
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _fixtura_step(event: dict[str, Any], where: str, number: int, divergent: bool) -> TraceStep:
+    kind = event.get("event_type")
+    raw_id = event.get("step_id")
+    common: dict[str, Any] = {
+        "step_id": number, "timestamp": _number(event.get("timestamp")) or 0.0,
+        "latency_ms": _number(event.get("latency_ms")), "divergent": divergent,
+        "source_id": None if raw_id is None else str(raw_id),
+    }
+    if kind == "llm_call":
+        tokens = None
+        if event.get("input_tokens") is not None or event.get("output_tokens") is not None:
+            tokens = {"input": event.get("input_tokens") or 0, "output": event.get("output_tokens") or 0}
+        return TraceStep(type="thought",
+                         content=f"PROMPT:\n{event.get('prompt') or ''}\n\nCOMPLETION:\n{event.get('completion') or ''}",
+                         tokens=tokens, finish_reason=_str_or_none(event.get("finish_reason")),
+                         provider=_str_or_none(event.get("provider")), model=_str_or_none(event.get("model")), **common)
+    if kind == "tool_call":
+        name = event.get("tool_name")
+        if not isinstance(name, str) or not name:
+            raise TraceFormatError(f"{where}: tool_call has no tool_name")
+        arguments = event.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise TraceFormatError(f"{where}: tool_call arguments must be an object, got {type(arguments).__name__}")
+        decision = event.get("permission_decision")
+        rate = event.get("rate_limit_decision")
+        if decision in _DENIED:
+            error = event.get("permission_reason") or decision
+            denied = True
+        elif decision == "allowed" and rate in _BLOCKED_BY_RATE_LIMIT:
+            error = f"{rate}: {event.get('rate_limit_reason')}" if event.get("rate_limit_reason") else rate
+            denied = True
+        elif decision == "allowed":
+            error, denied = None, False
+        else:
+            raise TraceFormatError(f"{where}: unknown permission_decision {decision!r} (allowed, denied or validation_error)")
+        return TraceStep(type="tool_call", content="", tool_name=name, tool_args=arguments,
+                         tool_result=None if denied else event.get("response"), error=error, denied=denied, **common)
+    raise TraceFormatError(f"{where}: unknown event_type {kind!r} (Fixtura writes trace_header, llm_call and tool_call)")
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+# -- this plugin's run records ----------------------------------------------------------------
+
+TRAJECTORY_SCHEMA = "pytest-agentbench/trajectory/v1"
+#: Actions that end an episode: never executed, so not tool calls (``output`` steps instead).
+TERMINAL_ACTIONS = ("done", "fail", "answer", "error")
+
+
+def from_run_record(record: str | Path | Mapping[str, Any]) -> Trace:
+    """A trace from this plugin's ``trajectory.json`` (schema ``pytest-agentbench/trajectory/v1``),
+    as a path or the loaded dict.
+
+    Each executed action becomes a ``tool_call`` step whose ``tool_name`` is the action type
+    (``click``, ``type``, ...) and whose ``tool_args`` are the action's other fields, nulls left
+    out (so the two record writers, which differ only in writing nulls, give the same trace); the
+    step's reasoning is its ``content``, its seconds its ``latency_ms``. A terminal action
+    (``done``, ``fail``, ``answer``, ``error``) is never executed and becomes an ``output`` step;
+    an ``answer``'s text is the ``final_output``. ``actual_state`` holds the checker's view:
+    ``outcome``, ``verdict_passed``, ``verdict_score`` and ``criteria`` (criterion name ->
+    passed), for ``expected_final_state`` to check.
+    """
+    where = "run record"
+    if not isinstance(record, Mapping):
+        path = Path(record)
+        where = str(path)
+        if not path.is_file():
+            raise TraceFormatError(f"run record not found: {path}")
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise TraceFormatError(f"{path}: not a JSON file ({exc})") from None
+        if not isinstance(record, Mapping):
+            raise TraceFormatError(f"{path}: a run record is a JSON object, got {type(record).__name__}")
+    schema = record.get("schema")
+    if schema != TRAJECTORY_SCHEMA:
+        raise TraceFormatError(f"{where}: not a trajectory record (schema {schema!r}, expected {TRAJECTORY_SCHEMA!r})")
+    task = record.get("task")
+    if not isinstance(task, Mapping) or not isinstance(task.get("task_id"), str):
+        raise TraceFormatError(f"{where}: 'task.task_id' is missing")
+    raw_steps = record.get("steps")
+    if not isinstance(raw_steps, list):
+        raise TraceFormatError(f"{where}: 'steps' must be a list")
+    steps: list[TraceStep] = []
+    final_output = ""
+    for index, raw in enumerate(raw_steps):
+        action = raw.get("action") if isinstance(raw, Mapping) else None
+        if not isinstance(action, Mapping) or not isinstance(action.get("type"), str):
+            raise TraceFormatError(f"{where}: steps[{index}] has no action with a 'type'")
+        kind = action["type"]
+        reasoning = raw.get("reasoning") or action.get("reason") or ""
+        usage = raw.get("usage") if isinstance(raw.get("usage"), Mapping) else None
+        seconds = _number(raw.get("seconds"))
+        common: dict[str, Any] = {
+            "step_id": len(steps) + 1, "latency_ms": seconds * 1000 if seconds is not None else None,
+            "source_id": str(raw.get("index", index)),
+            "model": _str_or_none(usage.get("model")) if usage else None,
+            "tokens": {"input": usage.get("input_tokens") or 0, "output": usage.get("output_tokens") or 0} if usage else None,
+        }
+        if kind in TERMINAL_ACTIONS:
+            answer = action.get("answer")
+            if kind == "answer" and isinstance(answer, str):
+                final_output = answer
+            steps.append(TraceStep(type="output", content=answer if isinstance(answer, str) and answer else kind,
+                                   error=(action.get("reason") or kind) if kind in ("fail", "error") else None, **common))
+            continue
+        args = {key: value for key, value in action.items() if key not in ("type", "reason") and value is not None}
+        steps.append(TraceStep(type="tool_call", content=str(reasoning), tool_name=kind, tool_args=args, **common))
+    verdict = record.get("verdict") if isinstance(record.get("verdict"), Mapping) else None
+    criteria = {}
+    if verdict and isinstance(verdict.get("criteria"), list):
+        for criterion in verdict["criteria"]:
+            if isinstance(criterion, Mapping) and isinstance(criterion.get("name"), str):
+                criteria[criterion["name"]] = criterion.get("passed")
+    actual_state = {
+        "outcome": record.get("outcome"),
+        "verdict_passed": verdict.get("passed") if verdict else None,
+        "verdict_score": verdict.get("score") if verdict else None,
+        "criteria": criteria,
+    }
+    metadata: dict[str, Any] = {
+        key: record.get(key) for key in ("nodeid", "agent", "error", "error_type", "cost_usd") if key in record
+    }
+    metadata["benchmark"] = task.get("benchmark")
+    metadata["domain"] = task.get("domain")
+    duration = _number(record.get("total_time_seconds"))
+    if duration is not None:
+        metadata[DURATION_SECONDS] = duration
+    instruction = task.get("instruction")
+    return Trace(task_id=task["task_id"], input=instruction if isinstance(instruction, str) else "", steps=steps,
+                 final_output=final_output, actual_state=actual_state, metadata=metadata)

@@ -1,0 +1,47 @@
+"""Build a real LangChain run tree (no model service: langchain_core's fake chat model) and dump it
+as JSON. Run with langchain-core installed: python langchain_make_run.py langchain_run.json"""
+import json
+import sys
+
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import tool
+from langchain_core.tracers.context import collect_runs
+
+
+@tool
+def get_weather(city: str, units: str = "C") -> str:
+    """Weather for a city."""
+    return f"20{units} in {city}"
+
+
+@tool
+def explode(x: int) -> str:
+    """Always fails."""
+    raise ValueError("kaboom")
+
+
+llm = FakeListChatModel(responses=["I will look up the weather."])
+
+
+def agent(inputs: dict) -> dict:
+    llm.invoke(inputs["input"])
+    out = get_weather.invoke({"city": inputs["input"], "units": "F"})
+    try:
+        explode.invoke({"x": 1})
+    except ValueError:
+        pass
+    return {"output": f"done: {out}"}
+
+
+def dump(run) -> dict:
+    data = run.model_dump(mode="json", exclude={"child_runs", "parent_run", "ls_client", "replicas", "serialized", "address"})
+    data["child_runs"] = [dump(child) for child in run.child_runs]
+    return data
+
+
+if __name__ == "__main__":
+    with collect_runs() as cb:
+        RunnableLambda(agent).with_config(run_name="agent").invoke({"input": "Tokyo"})
+    with open(sys.argv[1], "w") as f:
+        json.dump(dump(cb.traced_runs[0]), f, indent=1)

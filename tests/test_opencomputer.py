@@ -1,0 +1,452 @@
+"""``pytest --bench=opencomputer``: OpenComputer task files as items, graded in a sandbox by
+verifier scripts that follow OpenComputer's CLI contract, with partial credit.
+
+The task files and the two check-result files are OpenComputer's (``tests/data/opencomputer``,
+see its SOURCE.md); the verifiers are this project's own, written to the documented contract
+(OpenComputer's code is not here). The draw.io verifier gives the same output as OpenComputer's on
+both recorded end states, so the criteria here are compared check by check with the reference's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import only_run_folder, results
+from pytest_agentbench.benches.opencomputer import desktop
+from pytest_agentbench.benches.opencomputer.results import criteria_from_details, read_check_results, reference_reward
+from pytest_agentbench.benches.opencomputer.tasks import OpenComputerTaskError, read_task
+from pytest_agentbench.infra.sandbox import probe_bwrap
+from pytest_agentbench.model import Action, Criterion
+
+DATA = Path(__file__).parent / "data" / "opencomputer"
+TASKS = DATA / "tasks"
+VERIFIERS = DATA / "verifiers"
+SOLVED = DATA / "end_states" / "solved"
+DRAWIO = "drawio_aws_cloud_arch"
+IDS = ["bench/opencomputer::audacity::audacity_export_segment_wav",
+       f"bench/opencomputer::drawio::{DRAWIO}",
+       "bench/opencomputer::libreoffice_calc::calc_inventory_sort_filter"]
+
+
+def reference(name: str) -> dict[str, Any]:
+    return json.loads((DATA / "check_results" / f"check_results_{DRAWIO}_{name}.json").read_text())
+
+
+def ids(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if line.startswith("bench/")]
+
+
+def oc(*args: str, tasks: Path = TASKS) -> tuple[str, ...]:
+    return ("--bench=opencomputer", "--opencomputer-tasks", str(tasks), *args)
+
+
+def graded(end_state: Path, *args: str, tasks: Path = TASKS) -> tuple[str, ...]:
+    return oc("--opencomputer-verifiers", str(VERIFIERS), "--opencomputer-end-state", str(end_state), *args,
+              tasks=tasks)
+
+
+def record(root: Path, task_id: str) -> dict[str, Any]:
+    return next(r for r in results(only_run_folder(root)) if r["task_id"] == task_id)
+
+
+# -- collection and selection ---------------------------------------------------------------------------
+def test_one_item_per_task_with_the_app_as_domain(run):
+    result = run(*oc("--collect-only", "-q"))
+    assert result.ret == pytest.ExitCode.OK
+    assert ids(result) == IDS
+
+
+def test_select_by_app_marker_keyword_and_id(run):
+    assert ids(run(*oc("-k", "drawio", "--collect-only", "-q"))) == [IDS[1]]
+    assert ids(run(*oc("-m", "libreoffice_calc", "--collect-only", "-q"))) == [IDS[2]]
+    assert ids(run(*oc("-m", "opencomputer and not audacity", "--collect-only", "-q"))) == IDS[1:]
+    assert ids(run(*oc("-k", "llm_judged", "--collect-only", "-q"))) == [IDS[1]]  # the task with LLM checks
+    assert ids(run(*oc("--bench-task", "calc_inventory_sort_filter", "--collect-only", "-q"))) == [IDS[2]]
+
+
+def test_an_openComputer_checkout_is_accepted(run, pytester: pytest.Pytester):
+    shutil.copytree(TASKS, pytester.path / "OpenComputer" / "task_generator" / "tasks")
+    assert ids(run(*oc("--collect-only", "-q", tasks=pytester.path / "OpenComputer"))) == IDS
+
+
+def test_an_invalid_task_file_is_a_usage_error_naming_it(run, pytester: pytest.Pytester):
+    tasks = pytester.path / "tasks"
+    shutil.copytree(TASKS, tasks)
+    bad = tasks / DRAWIO / "task.json"
+    data = json.loads(bad.read_text())
+    data["verification"][3] = {"command": "check-label-exists x EC2", "description": "no key, no eval"}
+    bad.write_text(json.dumps(data))
+    (tasks / "calc_inventory_sort_filter" / "task.json").write_text("{not json")
+    result = run(*oc("--collect-only", tasks=tasks))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert f"OpenComputer task file {tasks / 'calc_inventory_sort_filter' / 'task.json'}: not valid JSON" in err
+    assert "(and 1 more invalid task file)" in err
+
+
+def _task(**changes: Any) -> dict[str, Any]:
+    data = json.loads((TASKS / DRAWIO / "task.json").read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    return data
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ("[1, 2]", "the top level must be an object"),
+    (_task(id="other"), "'id' 'other' differs from its folder name 'drawio_aws_cloud_arch'"),
+    (_task(app="draw io"), "'app' must be an app name"),
+    (_task(task=""), "'task' (the instruction) must be a non-empty string"),
+    (_task(verification=[]), "'verification' must be a non-empty list of checks"),
+    (_task(verification=[{"command": "x", "key": "ok"}]), "verification[0]: a 'key' check needs 'expected'"),
+    (_task(verification=[{"command": "x"}]), "verification[0]: a check needs 'key' and 'expected', an 'eval'"),
+    (_task(verification=[{"command": "x", "eval": "result ="}]), "verification[0]: 'eval' is not a Python expression"),
+    (_task(verification=[{"command": "x 'unclosed", "key": "a", "expected": 1}]), "'command' cannot be split"),
+    (_task(verification=[{"judge": "gpt", "prompt": "p"}]), "'judge' must be \"llm\""),
+    (_task(verification=[{"judge": "llm"}]), "an LLM-judged check needs a 'prompt'"),
+    (_task(env={"files": [{"filename": "a.drawio", "sandbox_path": "/etc/a.drawio"}]}),
+     "'sandbox_path' '/etc/a.drawio' must be a file under /home/user or /tmp"),
+    (_task(env={"files": [{"filename": "../a", "sandbox_path": "/home/user/a"}]}), "'filename' must be a file name"),
+])
+def test_task_file_checks(tmp_path: Path, data: Any, message: str):
+    path = tmp_path / DRAWIO / "task.json"
+    path.parent.mkdir()
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    with pytest.raises(OpenComputerTaskError) as caught:
+        read_task(path)
+    assert str(caught.value).startswith(f"OpenComputer task file {path}: ")
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_real_task_files_read_as_tasks():
+    task = read_task(TASKS / DRAWIO / "task.json")
+    assert (task.task_id, task.domain, task.benchmark, task.tags) == (DRAWIO, "drawio", "opencomputer", ["llm_judged"])
+    assert task.instruction.startswith("/home/user/Documents/aws_arch.drawio already contains")
+    assert task.raw_config == json.loads((TASKS / DRAWIO / "task.json").read_text())
+    assert task.time_limit_steps == 100
+    assert read_task(TASKS / "audacity_export_segment_wav" / "task.json").tags == []
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--bench=opencomputer",), "--bench=opencomputer needs --opencomputer-tasks DIR"),
+    (oc(tasks=Path("nowhere")), "/nowhere does not exist (--opencomputer-tasks wants a folder of <id>/task.json"),
+    (oc("--opencomputer-end-state", str(SOLVED)), "--opencomputer-end-state needs --opencomputer-verifiers DIR"),
+    (oc("--opencomputer-verifiers", "nowhere"), ("--opencomputer-verifiers /", "/nowhere does not exist")),
+    (graded(SOLVED, "--opencomputer-judge", "nomodule"), "use module:callable"),
+    (graded(SOLVED, "--opencomputer-judge", "no_such_module_here:judge"), "cannot load --opencomputer-judge"),
+    (oc("--opencomputer-timeout", "0"), "--opencomputer-timeout must be a finite number of seconds > 0"),
+])
+def test_bad_options_are_usage_errors(run, args: tuple[str, ...], message: str | tuple[str, ...]):
+    result = run(*args, "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    for part in (message,) if isinstance(message, str) else message:
+        assert part in result.stderr.str()
+
+
+# -- grading end states ---------------------------------------------------------------------------------
+def _passes(criteria: list[dict[str, Any]] | list[Criterion]) -> list[bool | None]:
+    return [c["passed"] if isinstance(c, dict) else c.passed for c in criteria]
+
+
+def test_solved_end_state_passes_and_matches_the_reference_check_by_check(run, pytester: pytest.Pytester):
+    result = run(*graded(SOLVED, "-k", "drawio"))
+    result.assert_outcomes(passed=1)
+    rec = record(pytester.path, DRAWIO)
+    assert (rec["score"], rec["passed"], rec["agent"], rec["num_steps"]) == (1.0, True, "end-state", 0)
+    ref = reference("solved_offline")
+    expected = [None if e.get("judge") == "llm" else e["passed"] for e in ref["verification_details"]]
+    assert _passes(rec["criteria"]) == expected  # 12 passed, the 2 LLM-judged ones not evaluated
+    assert [c["name"] for c in rec["criteria"]] == [
+        c.get("description") for c in json.loads((TASKS / DRAWIO / "task.json").read_text())["verification"]]
+    # the reference harness scores the same end state 12/14, not a full pass
+    assert reference_reward([Criterion(**c) for c in rec["criteria"]]) == ref["reward"] == 0.8571
+    assert "the reference harness would count them as failed: 12/14 = 0.8571" in rec["reason"]
+
+
+def test_start_state_fails_with_partial_credit_and_every_criterion_shown(run, pytester: pytest.Pytester):
+    (pytester.path / "noop" / DRAWIO).mkdir(parents=True)  # the agent changed nothing
+    result = run(*graded(pytester.path / "noop", "-k", "drawio"))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "checker failed: score 0.333 after 0 steps: 4 of 12 evaluated checks passed" in out
+    for check in json.loads((TASKS / DRAWIO / "task.json").read_text())["verification"]:
+        assert check["description"] in out
+    assert "Page 0 has exactly 10 vertices" in out and "match=false, expected true" in out
+    assert "n/a     LLM-judged: not evaluated" in out
+    rec = record(pytester.path, DRAWIO)
+    assert rec["score"] == pytest.approx(4 / 12) and rec["passed"] is False
+    ref = reference("initial_state")
+    assert _passes(rec["criteria"]) == [None if e.get("judge") == "llm" else e["passed"]
+                                        for e in ref["verification_details"]]
+    assert reference_reward([Criterion(**c) for c in rec["criteria"]]) == ref["reward"] == 0.2857
+    vertices = rec["criteria"][1]
+    assert (vertices["expected"], vertices["actual"]) == (True, False)
+
+
+JUDGE = '''
+def judge(check, output):
+    """Reads the verifier output the way the prompts ask; no model."""
+    if check["command"].startswith("vertices"):
+        fills = {v["value"]: v["style"] for v in output}
+        blue = all("fillColor=#dae8fc" in fills.get(name, "") for name in ("Web1", "Web2"))
+        green = all("fillColor=#d5e8d4" in fills.get(name, "") for name in ("App1", "App2"))
+        return blue and green, "colours read from the styles"
+    if check["command"].startswith("connections"):
+        return any(e["source"] == "6" and e["target"] == "7" for e in output)
+    return None
+'''
+
+
+def test_a_configured_judge_evaluates_the_llm_checks(run, pytester: pytest.Pytester):
+    pytester.makepyfile(myjudge=JUDGE)
+    result = run(*graded(SOLVED, "-k", "drawio", "--opencomputer-judge", "myjudge:judge"))
+    result.assert_outcomes(passed=1)
+    rec = record(pytester.path, DRAWIO)
+    assert _passes(rec["criteria"]) == [True] * 14
+    assert rec["criteria"][12]["detail"] == "LLM-judged: colours read from the styles"
+    assert rec["criteria"][13]["actual"] == [{"id": "20", "source": "6", "target": "7", "value": ""}]
+
+
+# -- the sandbox: env files, setup scripts, end states, checks ------------------------------------------
+def notes_task(root: Path, task_id: str, checks: list[dict[str, Any]],
+               files: dict[str, tuple[str, str]] | None = None, end: dict[str, str] | None = None) -> None:
+    """A task for the "notes" app (plain text files): env files ``{filename: (sandbox path, text)}``
+    and an end state ``{path under /home/user: text}``."""
+    folder = root / "tasks" / task_id
+    (folder / "env").mkdir(parents=True)
+    env = []
+    for filename, (where, text) in (files or {}).items():
+        (folder / "env" / filename).write_text(text)
+        env.append({"filename": filename, "sandbox_path": where})
+    task = {"id": task_id, "app": "notes", "task": "Edit the notes.", "env": {"files": env}, "verification": checks}
+    (folder / "task.json").write_text(json.dumps(task))
+    state = root / "end" / task_id
+    state.mkdir(parents=True)
+    for where, text in (end or {}).items():
+        (state / where).parent.mkdir(parents=True, exist_ok=True)
+        (state / where).write_text(text)
+
+
+def notes(root: Path, *args: str) -> tuple[str, ...]:
+    return graded(root / "end", *args, tasks=root / "tasks")
+
+
+TODO = "/home/user/notes/todo.txt"
+SEED = {"todo.txt": (TODO, "buy milk\n"),
+        "setup_notes.sh": ("/home/user/setup_notes.sh", "printf 'one\\ntwo\\n' > /home/user/notes/from_setup.txt\n")}
+
+
+def test_env_files_setup_scripts_and_end_state_all_reach_the_checks(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_ok", [
+        {"command": "check-file-exists /home/user/notes/from_setup.txt", "key": "exists", "expected": True,
+         "description": "the setup script ran in the sandbox"},
+        {"command": f"check-line {TODO} 1 'buy milk'", "key": "match", "expected": True, "description": "seed kept"},
+        {"command": f"check-line {TODO} 2 'call mom'", "key": "match", "expected": True, "description": "line added"},
+        {"command": f"lines {TODO}", "eval": "len(result) == 2 and all(x in result for x in ['call mom'])",
+         "description": "eval over a list, using result inside a comprehension"},
+        {"command": f"word-count {TODO}", "eval": "result['words'] == 4", "expected": False,
+         "description": "eval wins over expected"},
+    ], files=SEED, end={"notes/todo.txt": "buy milk\ncall mom\n"})
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(passed=1)
+    rec = record(pytester.path, "notes_ok")
+    assert _passes(rec["criteria"]) == [True] * 5
+    assert rec["criteria"][3]["actual"] == ["buy milk", "call mom"]
+    assert rec["criteria"][3]["detail"].startswith("eval -> True: ")
+
+
+def test_partial_credit_is_passed_over_evaluated(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_half", [
+        {"command": f"check-line {TODO} 1 'buy milk'", "key": "match", "expected": True, "description": "first line"},
+        {"command": f"check-line {TODO} 2 'call mom'", "key": "match", "expected": True, "description": "second line"},
+        {"command": f"lines {TODO}", "eval": "result[5] == 'x'", "description": "an eval that raises fails"},
+        {"judge": "llm", "prompt": "Is the list polite?", "description": "judged"},
+    ], files=SEED)
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(failed=1)
+    rec = record(pytester.path, "notes_half")
+    assert _passes(rec["criteria"]) == [True, False, False, None]
+    assert rec["score"] == pytest.approx(1 / 3)
+    assert rec["criteria"][2]["detail"] == "eval raised IndexError: list index out of range: result[5] == 'x'"
+
+
+def test_only_llm_checks_and_no_judge_is_skipped_as_not_evaluated(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_llm", [{"judge": "llm", "prompt": "Is it nice?", "command": f"lines {TODO}"}],
+               files=SEED)
+    result = run(*notes(pytester.path), "-rs")
+    result.assert_outcomes(skipped=1)
+    assert "not evaluated: 0 of 0 evaluated checks passed, 1 not evaluated" in result.stdout.str()
+
+
+ERRORING = [
+    {"command": f"check-line {TODO} 1 'buy milk'", "key": "match", "expected": True, "description": "fine"},
+    {"command": "no-such-command x", "key": "match", "expected": True, "description": "unknown command"},
+]
+
+
+def test_a_verifier_error_is_an_evaluation_error_not_a_failure(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_error", ERRORING, files=SEED)
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert ("evaluation error: checker failed: EvaluationError: 1 of 2 checks could not run: verification[1] "
+            "`no-such-command x`: verifier error: Unknown command: no-such-command.") in out
+    rec = record(pytester.path, "notes_error")
+    assert (rec["error_type"], rec["outcome"]) == ("evaluation", False)
+
+
+def test_verifier_errors_fail_the_check_when_asked_as_the_reference_does(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_error", ERRORING, files=SEED)
+    result = run(*notes(pytester.path, "--opencomputer-verifier-errors", "fail"))
+    result.assert_outcomes(failed=1)
+    rec = record(pytester.path, "notes_error")
+    assert _passes(rec["criteria"]) == [True, False]
+    assert rec["criteria"][1]["detail"].startswith("could not check: verifier error: Unknown command")
+
+
+def test_a_hanging_checker_is_killed_at_the_timeout_and_is_an_error(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_hang", [{"command": "wait 60", "key": "waited", "expected": 60}], files=SEED)
+    result = run(*notes(pytester.path, "--opencomputer-timeout", "0.5"))
+    result.assert_outcomes(errors=1)
+    assert "verification[0] `wait 60`: timed out after 0.5 s (killed)" in result.stdout.str()
+
+
+def test_a_missing_env_file_or_failing_setup_is_an_infrastructure_error(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_missing", ERRORING[:1], files=SEED)
+    (pytester.path / "tasks" / "notes_missing" / "env" / "todo.txt").unlink()
+    notes_task(pytester.path, "notes_setup", ERRORING[:1],
+               files={**SEED, "setup_bad.sh": ("/home/user/setup_bad.sh", "echo broken >&2; exit 3\n")})
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(errors=2)
+    out = result.stdout.str()
+    assert "task notes_missing: env file" in out and "there is no env/create_env.py to make it" in out
+    assert "task notes_setup: setup script /home/user/setup_bad.sh exited 3: broken" in out
+
+
+def test_create_env_makes_missing_seed_files(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_made", ERRORING[:1], files={"todo.txt": (TODO, "")})
+    env = pytester.path / "tasks" / "notes_made" / "env"
+    (env / "todo.txt").unlink()
+    (env / "create_env.py").write_text(f"open({TODO!r}, 'w').write('buy milk\\n')\n")
+    run(*notes(pytester.path)).assert_outcomes(passed=1)
+
+
+def test_checks_run_without_network(run, pytester: pytest.Pytester):
+    if probe_bwrap()[0] is None:
+        pytest.skip("needs bubblewrap (without it, checks are not isolated)")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    try:
+        port = server.getsockname()[1]
+        notes_task(pytester.path, "notes_net", [
+            {"command": f"connect 127.0.0.1 {port}", "key": "connected", "expected": False},
+            {"command": f"lines {TODO}", "eval": f"not __import__('os').path.exists({str(pytester.path)!r})",
+             "description": "eval runs in the sandbox, where the host's folders are not"},
+        ], files=SEED)
+        result = run(*notes(pytester.path), "--sandbox-isolation", "bwrap")
+    finally:
+        server.close()
+    result.assert_outcomes(passed=1)
+
+
+def test_end_states_under_xdist(run_sub):
+    result = run_sub(*graded(SOLVED, "-n", "2"))
+    result.assert_outcomes(passed=1, skipped=2)
+
+
+# -- agents and the desktop -----------------------------------------------------------------------------
+def test_without_a_desktop_agent_items_are_skipped_with_the_reason(run, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    result = run(*oc("--opencomputer-verifiers", str(VERIFIERS), "-rs"))
+    result.assert_outcomes(skipped=3)
+    assert ("not evaluated: app 'drawio' cannot run: no desktop here: DISPLAY is not set (OpenComputer apps "
+            "need an X display); grade end states instead with --opencomputer-end-state DIR") in result.stdout.str()
+
+
+def test_desktop_availability(tmp_path: Path):
+    x11 = tmp_path / "x11"
+    x11.mkdir()
+    assert "DISPLAY is not set" in desktop.unavailable("drawio", environ={}, x11_dir=x11)
+    assert "not a local X display" in desktop.unavailable("drawio", environ={"DISPLAY": "host:0"}, x11_dir=x11)
+    assert "X0 does not exist" in desktop.unavailable("drawio", environ={"DISPLAY": ":0"}, x11_dir=x11)
+    (x11 / "X0").touch()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    assert desktop.unavailable("libreoffice_calc", environ={"DISPLAY": ":0.0"}, x11_dir=x11, search_path=str(bin_dir)) \
+        == "app 'libreoffice_calc' is not installed for the sandbox (soffice is not on its PATH)"
+    (bin_dir / "soffice").write_text("#!/bin/sh\n")
+    (bin_dir / "soffice").chmod(0o755)
+    found = desktop.unavailable("libreoffice_calc", environ={"DISPLAY": ":0"}, x11_dir=x11, search_path=str(bin_dir))
+    assert found is None
+
+
+@pytest.mark.parametrize(("action", "code"), [
+    (Action(type="click", x=0.5, y=0.5), "pyautogui.click(960, 540)"),
+    (Action(type="double_click", x=10, y=20), "pyautogui.doubleClick(10, 20)"),
+    (Action(type="type", text="it's"), "pyautogui.write(\"it's\", interval=0.02)"),
+    (Action(type="hotkey", keys=["ctrl", "s"]), "pyautogui.hotkey('ctrl', 's')"),
+    (Action(type="scroll", scroll_direction="down", scroll_amount=2), "pyautogui.scroll(-2)"),
+    (Action(type="drag", x=1, y=2, end_x=3, end_y=4),
+     "pyautogui.moveTo(1, 2); pyautogui.dragTo(3, 4, duration=0.5, button='left')"),
+    (Action(type="wait"), "time.sleep(5)"),
+])
+def test_actions_become_opencomputer_pyautogui_code(action: Action, code: str):
+    assert desktop.to_pyautogui(action) == code
+
+
+def test_actions_the_desktop_cannot_do():
+    with pytest.raises(desktop.UnsupportedAction, match="target_id"):
+        desktop.to_pyautogui(Action(type="click", target_id="7"))
+    with pytest.raises(desktop.UnsupportedAction, match="end an episode"):
+        desktop.to_pyautogui(Action(type="done"))
+
+
+# -- the reference's result files ------------------------------------------------------------------------
+def test_reference_check_results_parse_and_score_both_ways():
+    for name, passed, score in (("initial_state", 4, 4 / 12), ("solved_offline", 12, 1.0)):
+        data = reference(name)
+        as_recorded = read_check_results(data)
+        assert sum(1 for c in as_recorded.criteria if c.passed) == passed == data["checks_passed"]
+        assert as_recorded.score == pytest.approx(passed / 14)
+        ours = read_check_results(data, llm="not-evaluated")
+        assert ours.score == pytest.approx(score)
+        assert _passes(ours.criteria)[-2:] == [None, None]
+        assert reference_reward(ours.criteria) == data["reward"]
+    kinds = [c.detail.split(" ")[0] for c in criteria_from_details(reference("solved_offline")["verification_details"])]
+    assert kinds == ["exists"] + ["match"] + ["exists"] * 10 + ["LLM-judged:"] * 2
+
+
+def test_reference_results_whose_counts_disagree_are_refused():
+    data = reference("initial_state")
+    with pytest.raises(ValueError, match="checks_passed is 5 but 4 entries passed"):
+        read_check_results({**data, "checks_passed": 5})
+    with pytest.raises(ValueError, match="no 'verification_details'"):
+        read_check_results({"reward": 1})
+
+
+# -- the Python API -------------------------------------------------------------------------------------
+def test_the_python_api_grades_an_end_state_and_keeps_the_sandbox_until_the_next_reset():
+    from pytest_agentbench.agents import NoopAgent
+    from pytest_agentbench.api import evaluate_agent_on_benchmark
+    from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
+    from pytest_agentbench.infra.sandbox import Isolation
+
+    bench = OpenComputerBenchmark(TASKS, verifiers_dir=VERIFIERS, end_state_dir=SOLVED, isolation=Isolation("none"))
+    [rec] = evaluate_agent_on_benchmark(NoopAgent(), bench, [DRAWIO])
+    assert (rec.verdict.score, rec.verdict.passed, rec.error) == (1.0, True, None)
+    box = bench.sandbox
+    solved = SOLVED / DRAWIO / "Documents" / "aws_arch.drawio"
+    assert (box.home / "Documents" / "aws_arch.drawio").read_bytes() == solved.read_bytes()
+    assert (box.home / "verifiers" / "drawio.py").is_file()
+    bench.close()
+    assert bench.sandbox is None and not box.root.exists()
