@@ -106,7 +106,7 @@ def test_no_network_not_even_loopback(isolated: Sandbox, plain: Sandbox, loopbac
     assert done.stdout.startswith("refused:"), done.stdout
     assert not _reached(server)
     # the control: the same command without isolation reaches the server, so the test can see a leak
-    leaked = plain.run([sys.executable, "-c", CONNECT, str(port)], timeout=30)
+    leaked = plain.run(["python3", "-c", CONNECT, str(port)], timeout=30)  # a bare name: never rewritten
     assert leaked.stdout.strip() == "connected"
     assert _reached(server)
 
