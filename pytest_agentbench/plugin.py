@@ -98,6 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if options.audit_requested(config):
         _configure_audit(config)
     if not options.benchmarks_requested(config):
+        _warn_unused_bench_options(config)
         return
     from .session import STATE_KEY, AgentbenchPlugin, is_worker
 
@@ -116,6 +117,17 @@ def pytest_configure(config: pytest.Config) -> None:
             from .record.html import HtmlColumns
 
             config.pluginmanager.register(HtmlColumns(), "agentbench-html")
+
+
+def _warn_unused_bench_options(config: pytest.Config) -> None:
+    """Options that only act on benchmark items do nothing without ``--bench``: say so once, rather
+    than let ``pytest --pool aws`` look like it ran on a pool."""
+    given = [flag for flag, dest in (("--pool", "pool"), ("--dry-run", "dry_run"), ("--max-cost-usd", "max_cost_usd"),
+                                     ("--max-cost-usd-per-task", "max_cost_usd_per_task"), ("--agent", "agent"))
+             if config.getoption(dest, None) not in (None, False, "")]
+    if given and not hasattr(config, "workerinput"):
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"{', '.join(given)} given without --bench: nothing uses it (name a benchmark with --bench NAME)"), stacklevel=2)
 
 
 def _configure_audit(config: pytest.Config) -> None:

@@ -90,3 +90,17 @@ def test_azure_without_a_subscription_is_a_usage_error(run_sub, project, monkeyp
     result = run_sub(*project, "--pool", "azure", "--pool-image", "Canonical:ubuntu-24_04-lts:server:latest")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --pool azure: *AZURE_SUBSCRIPTION_ID*"])
+
+
+def test_bench_options_without_a_benchmark_say_they_do_nothing(run, pytester):
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = run("--pool", "aws", "--dry-run")
+    assert result.ret == 0  # --dry-run still only collects; nothing was created or priced
+    result.stdout.fnmatch_lines(["*PytestConfigWarning: --pool, --dry-run given without --bench: nothing uses it*"])
+
+
+def test_a_plain_run_warns_about_nothing(run, pytester):
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = run()
+    result.assert_outcomes(passed=1)
+    assert "given without --bench" not in result.stdout.str()
