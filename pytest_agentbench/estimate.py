@@ -94,20 +94,14 @@ def _money(value: float | None) -> str:
 
 
 def _vm_line(config: pytest.Config, tasks: int) -> tuple[str, float | None] | None:
-    from .infra.pool_plugin import CLOUD_KINDS, _float_setting, pool_kind, provider_config, requested_workers
-    from .infra.prices import DEFAULT_MINUTES_PER_TASK, estimate, hourly_price
-    from .infra.providers import make_provider
+    from .infra.pool_plugin import CLOUD_KINDS, pool_kind, vm_estimate
 
     kind = pool_kind(config)
     if kind not in CLOUD_KINDS:
         return None
-    provider = make_provider(kind, provider_config(config, kind, "dry-run"))
-    rate = hourly_price(kind, provider.size, _float_setting(config, "pool_hourly_usd", None, "--pool-hourly-usd"))
-    minutes = _float_setting(config, "pool_minutes_per_task", DEFAULT_MINUTES_PER_TASK,
-                             "--pool-minutes-per-task") or DEFAULT_MINUTES_PER_TASK
-    est = estimate(tasks, requested_workers(config), rate, minutes)
+    _, est, _ = vm_estimate(config, kind, tasks)
     label = {"aws": "AWS", "azure": "Azure"}[kind] + " VM-hours:"
-    shown = "price unknown" if rate is None else f"${rate:.4f}/hr"
+    shown = "price unknown" if est.hourly_usd is None else f"${est.hourly_usd:.4f}/hr"
     return f"    {label:<22} {est.vm_hours:.2f} vm-hours @ {shown} = {_money(est.vm_usd)}", est.vm_usd
 
 

@@ -329,8 +329,9 @@ def add_agent_options(parser: pytest.Parser) -> None:
         parser.addini(f"agentbench_{key}", text, default="")
 
 
-def agent_setting(config: pytest.Config, name: str) -> str | None:
-    """``--<name>`` (dest ``name``), else the ini key ``agentbench_<name>``; None when neither."""
+def setting(config: pytest.Config, name: str) -> str | None:
+    """``--<name>`` (dest ``name``), else the ini key ``agentbench_<name>``; None when neither.
+    The command line wins over the ini file."""
     value = config.getoption(name, None)
     if value not in (None, ""):
         return str(value)
@@ -340,7 +341,7 @@ def agent_setting(config: pytest.Config, name: str) -> str | None:
 
 def money_setting(config: pytest.Config, name: str, flag: str) -> float | None:
     """A dollar amount option (``--max-cost-usd`` and friends): a number > 0, or None."""
-    value = agent_setting(config, name)
+    value = setting(config, name)
     if value is None:
         return None
     try:

@@ -205,9 +205,9 @@ def estimate_for(config: pytest.Config | None, screen: tuple[int, int]) -> StepE
     API key and no SDK needed."""
     model = DEFAULT_MODEL
     if config is not None:
-        from ..options import agent_setting
+        from ..options import setting
 
-        model = agent_setting(config, "agent_model") or DEFAULT_MODEL
+        model = setting(config, "agent_model") or DEFAULT_MODEL
     return step_estimate(model, screen)
 
 
@@ -706,16 +706,16 @@ def make_agent(config: pytest.Config | None) -> ClaudeAgent:
     except ImportError:
         raise pytest.UsageError("--agent api-claude needs the anthropic package: "
                                 "pip install 'pytest-agentbench[claude]'") from None
-    from ..options import agent_setting
+    from ..options import setting
 
-    model = (agent_setting(config, "agent_model") if config is not None else None) or DEFAULT_MODEL
+    model = (setting(config, "agent_model") if config is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model):
         raise pytest.UsageError(f"--agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")
     if prices.model_family(model) in TOOLSET_ONLY:
         raise pytest.UsageError(
             f"--agent-model {model} takes only Anthropic's computer_toolset_20260801, which api-claude does not "
             f"speak yet; use a model with the single computer tool, e.g. {DEFAULT_MODEL}")
-    raw_timeout = agent_setting(config, "agent_timeout") if config is not None else None
+    raw_timeout = setting(config, "agent_timeout") if config is not None else None
     timeout = DEFAULT_TIMEOUT
     if raw_timeout is not None:
         try:

@@ -331,9 +331,9 @@ def make_agent(config: pytest.Config | None) -> HttpAgent:
     a server that is not running stops the run before any task starts."""
     import pytest
 
-    from ..options import agent_setting
+    from ..options import setting
 
-    url = agent_setting(config, "agent_url") if config is not None else None
+    url = setting(config, "agent_url") if config is not None else None
     if not url:
         raise pytest.UsageError("--agent http needs --agent-url URL (or ini agentbench_agent_url), "
                                 "the agent server's base URL such as http://127.0.0.1:8765")
@@ -342,7 +342,7 @@ def make_agent(config: pytest.Config | None) -> HttpAgent:
     except ValueError as exc:
         raise pytest.UsageError(f"--agent-url: {exc}") from None
     try:
-        timeout = parse_timeout(agent_setting(config, "agent_timeout") if config is not None else None)
+        timeout = parse_timeout(setting(config, "agent_timeout") if config is not None else None)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     agent = HttpAgent(url, timeout=timeout)

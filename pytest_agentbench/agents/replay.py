@@ -477,9 +477,9 @@ def make_agent(config: Any) -> ReplayAgent:
     usage error before anything runs."""
     import pytest
 
-    from ..options import agent_setting
+    from ..options import setting
 
-    given = agent_setting(config, "replay_bundles") if config is not None else None
+    given = setting(config, "replay_bundles") if config is not None else None
     if not given:
         raise pytest.UsageError("--agent replay needs --replay-bundles DIR (a folder of <task id>/workflow.json)")
     folder = Path(given)

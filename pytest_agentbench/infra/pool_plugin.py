@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..options import setting as _opt
+
 if TYPE_CHECKING:
     from ..benchmark import Benchmark
     from .cloud_pool import CloudPool
@@ -42,15 +44,6 @@ def pool_kind(config: pytest.Config) -> str | None:
     if kind is not None and kind not in POOL_KINDS:
         raise pytest.UsageError(f"ini agentbench_pool must be one of {', '.join(POOL_KINDS)}, got {kind!r}")
     return kind
-
-
-def _opt(config: pytest.Config, name: str) -> Any:
-    """The option ``--pool-<name>`` (dest ``pool_<name>``), else the ini key ``agentbench_pool_<name>``."""
-    value = config.getoption(name)
-    if value not in (None, ""):
-        return value
-    raw = str(config.getini(f"agentbench_{name}")).strip()
-    return raw or None
 
 
 def _float_setting(config: pytest.Config, name: str, default: float | None, flag: str) -> float | None:
@@ -98,6 +91,19 @@ def make_provider(config: pytest.Config, kind: str, run_id: str) -> Any:
     from .providers import make_provider as make
 
     return make(kind, provider_config(config, kind, run_id))
+
+
+def vm_estimate(config: pytest.Config, kind: str, tasks: int) -> tuple[Any, Any, float]:
+    """The cloud pool's VM estimate for ``tasks`` from the options: (provider, Estimate, minutes
+    per task). Used by ``--pool-dry-run`` and ``--dry-run``; raises ProviderError for a bad setting."""
+    from .prices import DEFAULT_MINUTES_PER_TASK, estimate, hourly_price
+    from .providers import make_provider as make
+
+    provider = make(kind, provider_config(config, kind, "dry-run"))
+    rate = hourly_price(kind, provider.size, _float_setting(config, "pool_hourly_usd", None, "--pool-hourly-usd"))
+    minutes = _float_setting(config, "pool_minutes_per_task", DEFAULT_MINUTES_PER_TASK,
+                             "--pool-minutes-per-task") or DEFAULT_MINUTES_PER_TASK
+    return provider, estimate(tasks, requested_workers(config), rate, minutes), minutes
 
 
 def requested_workers(config: pytest.Config) -> int:
@@ -365,7 +371,7 @@ class PoolManager:
 
     def _print_estimate(self, terminalreporter: Any) -> None:
         from ..collect import BenchItem
-        from .prices import DEFAULT_MINUTES_PER_TASK, estimate, hourly_price, money
+        from .prices import money
 
         session = getattr(terminalreporter, "_session", None)
         items = [i for i in (getattr(session, "items", None) or []) if isinstance(i, BenchItem)]
@@ -375,19 +381,14 @@ class PoolManager:
         if self.kind == "static":
             write(f"Pool dry run (static): {len(items)} tasks on existing hosts; no VM is created, no VM cost.")
             return
-        from .providers import make_provider as make
         from .providers.base import ProviderError
 
         try:
-            provider = make(self.kind, provider_config(self.config, self.kind, "dry-run"))
-            size, region = provider.size, provider.region
+            provider, est, minutes = vm_estimate(self.config, self.kind, len(items))
         except ProviderError as exc:
             write(f"Pool dry run: {exc}")
             return
-        rate = hourly_price(self.kind, size, _float_setting(self.config, "pool_hourly_usd", None, "--pool-hourly-usd"))
-        minutes = _float_setting(self.config, "pool_minutes_per_task", DEFAULT_MINUTES_PER_TASK,
-                                 "--pool-minutes-per-task") or DEFAULT_MINUTES_PER_TASK
-        est = estimate(len(items), workers, rate, minutes)
+        size, region, rate = provider.size, provider.region, est.hourly_usd
         shown_rate = "price unknown (give --pool-hourly-usd)" if rate is None else f"${rate:.4f}/hr"
         per_task = "" if est.vm_usd is None or not items else f"   (${est.vm_usd / len(items):.4f}/task)"
         write(f"Pool dry run ({self.kind}, {size} in {region}, {workers} VM(s)): {len(items)} tasks")
