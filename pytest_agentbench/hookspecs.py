@@ -57,7 +57,8 @@ def pytest_agentbench_episode_finished(record: EpisodeRecord, item: pytest.Item,
 @pytest.hookspec(firstresult=True)
 def pytest_agentbench_vm_endpoints(vm: dict[str, Any], config: pytest.Config) -> dict[str, str] | None:
     """Choose how this process reaches its leased cloud VM: return ``{"server_url": ...,
-    "evaluate_url": ...}`` (a bastion, a VPN address, a local double) and no SSH tunnel is opened.
+    "evaluate_url": ..., "cdp_url": ...}`` (a bastion, a VPN address, a local double; the last two
+    optional) and no SSH tunnel is opened.
     ``vm`` has ``name``, ``provider``, ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``
     and ``host_key``. Return None to keep the built-in SSH tunnel (or ``--pool-connect direct``)."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -274,6 +275,40 @@ def waa_ready_timeout(text: str) -> float:
     return value
 
 
+def parse_number(flag: str, text: object, *, positive: bool = False, unit: str = "seconds") -> float:
+    """A finite number (>= 0, or > 0 with ``positive``); the ValueError names the flag and the unit."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{flag} must be a number of {unit}, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{flag} must be a finite number of {unit} {bound}, got {text!r}")
+    return value
+
+
+def _number_type(flag: str, *, positive: bool = False, unit: str = "seconds") -> Callable[[str], float]:
+    def convert(text: str) -> float:
+        try:
+            return parse_number(flag, text, positive=positive, unit=unit)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+#: ``--waa-<name>`` -> what it is. Each is a field of ``benches.waa.settings.WAASettings`` (with ``-``
+#: as ``_``), whose default is upstream's value; ``*-timeout`` values must be > 0.
+WAA_SECONDS = {
+    "settle": "seconds to wait after closing all windows and after setup (upstream: 5)",
+    "step-pause": "seconds to wait after each action before observing (upstream: 3)",
+    "open-wait": "seconds to wait after a setup step opened a file (upstream: 2)",
+    "command-timeout": "seconds a setup or action command may take (upstream's server: 120)",
+    "tree-timeout": "seconds the accessibility tree may take (upstream: 300)",
+    "evaluate-timeout": "seconds one scoring may take (default: 600)",
+}
+
+
 def add_waa_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench-waa", "Windows Agent Arena (pytest-agentbench)")
     group.addoption("--waa-examples", default=None, metavar="PATH",
@@ -284,13 +319,32 @@ def add_waa_options(parser: pytest.Parser) -> None:
                          "file {domain: [id, ...]}.")
     group.addoption("--waa-server", default=None, metavar="URL",
                     help="the WAA server (default: http://localhost:5001).")
+    group.addoption("--waa-upstream", default=None, metavar="DIR",
+                    help="the WindowsAgentArena checkout (or its src/win-arena-container/client folder) whose "
+                         "evaluator code scores the tasks (default: found from --waa-examples).")
+    group.addoption("--waa-python", default=None, metavar="PY",
+                    help="the Python that runs upstream's evaluator code (default: this one; it needs "
+                         "pytest-agentbench[waa] or upstream's client requirements).")
     group.addoption("--waa-evaluate-url", default=None, metavar="URL",
-                    help="the evaluate server that scores tasks (default: the --waa-server URL).")
+                    help="score with your own evaluate server instead of upstream's code (the reference "
+                         "tool's scoring; see the user guide for how it differs).")
+    group.addoption("--waa-cdp-url", default=None, metavar="URL",
+                    help="Chrome's DevTools endpoint for chrome tab steps (default: port 9222 on the "
+                         "--waa-server host).")
     group.addoption("--waa-ready-timeout", type=waa_ready_timeout, default=None, metavar="SECONDS",
                     help="wait up to SECONDS for the WAA server before the first task (default: probe once).")
-    for key, text in (("examples", "as --waa-examples"), ("index", "as --waa-index"), ("server", "as --waa-server"),
-                      ("evaluate_url", "as --waa-evaluate-url"), ("ready_timeout", "as --waa-ready-timeout")):
-        parser.addini(f"agentbench_waa_{key}", f"WAA: {text}", default="")
+    for name, text in WAA_SECONDS.items():
+        group.addoption(f"--waa-{name}", type=_number_type(f"--waa-{name}", positive=name.endswith("timeout")),
+                        default=None, metavar="SECONDS", help=f"{text}.")
+    group.addoption("--waa-download-allow", action="append", default=None, metavar="HOSTS",
+                    help="hosts a task's download step may fetch although they resolve to a private, "
+                         "loopback or link-local address (comma-separated or repeated).")
+    group.addoption("--waa-download-max-mb", type=_number_type("--waa-download-max-mb", positive=True, unit="megabytes"),
+                    default=None, metavar="MB", help="largest file a download step may fetch (default: 512).")
+    keys = ["examples", "index", "server", "upstream", "python", "evaluate_url", "cdp_url", "ready_timeout",
+            *(n.replace("-", "_") for n in WAA_SECONDS), "download_allow", "download_max_mb"]
+    for key in keys:
+        parser.addini(f"agentbench_waa_{key}", f"WAA: as --waa-{key.replace('_', '-')}", default="")
 
 
 def add_extradup_options(parser: pytest.Parser) -> None:
@@ -383,7 +437,9 @@ def add_pool_options(parser: pytest.Parser) -> None:
     group.addoption("--pool-waa-port", type=_positive_int("--pool-waa-port"), default=5000, metavar="PORT",
                     help="the WAA server's port on the VM (default: 5000).")
     group.addoption("--pool-evaluate-port", type=_positive_int("--pool-evaluate-port"), default=5051, metavar="PORT",
-                    help="the evaluate server's port on the VM (default: 5051).")
+                    help="the evaluate server's port on the VM, used with --waa-evaluate-url (default: 5051).")
+    group.addoption("--pool-cdp-port", type=_positive_int("--pool-cdp-port"), default=9222, metavar="PORT",
+                    help="Chrome's DevTools port on the VM, forwarded for chrome tab steps (default: 9222).")
     group.addoption("--pool-ready-timeout", default=None, metavar="SECONDS",
                     help="cloud pool: wait up to SECONDS per worker for SSH and WAA readiness (default: 1200).")
     group.addoption("--pool-auto-shutdown-hours", default=None, metavar="HOURS",

@@ -35,6 +35,10 @@ collect_ignore = ["data"]
 
 # Plugins that may be installed on a developer machine and would only add noise to inner runs.
 QUIET = ("-p", "no:benchmark", "-p", "no:randomly", "-p", "no:hypothesispytest")
+#: Inner runs play WAA tasks against stubs and loopback servers, with no VM to settle: upstream's
+#: settle times (5 s after reset and setup, 3 s per step, 2 s per opened file) are zeroed there.
+NO_WAA_SETTLE = ("-o", "agentbench_waa_settle=0", "-o", "agentbench_waa_step_pause=0",
+                 "-o", "agentbench_waa_open_wait=0")
 
 
 @pytest.fixture
@@ -42,7 +46,7 @@ def run(pytester: pytest.Pytester):
     """Run pytest in-process in the pytester folder with the noise plugins off."""
 
     def _run(*args: str) -> pytest.RunResult:
-        return pytester.runpytest(*args, *QUIET)
+        return pytester.runpytest(*args, *QUIET, *NO_WAA_SETTLE)
 
     return _run
 
@@ -52,7 +56,7 @@ def run_sub(pytester: pytest.Pytester):
     """Run pytest in a subprocess (for xdist and for anything that must not share the process)."""
 
     def _run(*args: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess(*args, *QUIET)
+        return pytester.runpytest_subprocess(*args, *QUIET, *NO_WAA_SETTLE)
 
     return _run
 

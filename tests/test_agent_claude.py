@@ -504,7 +504,7 @@ def test_end_to_end_waa_notepad(run, pytester, claude_env):
     task = json.loads((Path(__file__).parent / "data" / "waa" / "examples" / "notepad" / f"{NOTEPAD_TASK}.json").read_text())
     with FakeWAAServer() as waa:
         serve_notepad_gold(waa, task)
-        result = run(*args, "--waa-server", waa.url, "--agent", "api-claude")
+        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--agent", "api-claude")
         result.assert_outcomes(passed=1)
         assert waa.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     assert len(server.requests) == count + 1

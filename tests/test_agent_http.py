@@ -417,7 +417,7 @@ def test_waa_notepad_task_through_the_http_agent(run, pytester, serve):
     agent_server = serve(NotepadAgent())
     with FakeWAAServer() as waa:
         serve_notepad_gold(waa, task)
-        result = run(*args, "--waa-server", waa.url, "--agent", "http", "--agent-url", agent_server.url)
+        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--agent", "http", "--agent-url", agent_server.url)
         result.assert_outcomes(passed=1)
         assert waa.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     acts = agent_server.bodies("/act")

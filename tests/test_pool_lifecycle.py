@@ -137,7 +137,8 @@ def project(pytester, aws_env, ami, monkeypatch):
 def lifecycle_project(pytester, monkeypatch) -> list[str]:
     monkeypatch.setenv("LIFECYCLE_MARKS", str(pytester.path / "marks"))
     monkeypatch.setenv("LIFECYCLE_TASK", str(EXAMPLES / "notepad" / f"{NOTEPAD}.json"))
-    return notepad_project(pytester.path, 4)
+    # Scored by the fake's evaluate server, which the endpoints hook names for each VM.
+    return [*notepad_project(pytester.path, 4), "--waa-evaluate-url", "http://127.0.0.1:9"]
 
 
 def summary(root: Path) -> dict:

@@ -36,7 +36,7 @@ def test_vm_hours_run_from_creation_to_deletion():
 
 @pytest.fixture
 def project(pytester):
-    return notepad_project(pytester.path, 5)
+    return [*notepad_project(pytester.path, 5), "--waa-evaluate-url", "http://127.0.0.1:9"]
 
 
 def test_azure_dry_run_needs_no_account_and_prices_the_default_size(run_sub, pytester, project, monkeypatch):

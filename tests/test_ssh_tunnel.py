@@ -269,7 +269,8 @@ def test_vm_connection_tunnels_with_the_pools_fresh_login_key_and_pinned_host_ke
 
     connection = VMConnection(_lease(sshd, waa, tmp_path))
     try:
-        server, evaluate = connection.open()
+        endpoints = connection.open()
+        server, evaluate = endpoints["server_url"], endpoints["evaluate_url"]
         assert server.startswith("http://127.0.0.1:") and server != waa.url
         assert httpx.get(f"{server}/probe", timeout=5).status_code == 200
         assert httpx.get(f"{evaluate}/probe", timeout=5).status_code == 200
@@ -328,7 +329,7 @@ def test_vm_connection_authenticates_through_the_users_ssh_agent(sshd, waa, tmp_
         lease["ssh_key"] = None
         connection = VMConnection(lease)
         try:
-            server, _ = connection.open()
+            server = connection.open()["server_url"]
             assert httpx.get(f"{server}/probe", timeout=5).status_code == 200
         finally:
             connection.close()

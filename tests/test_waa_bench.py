@@ -149,8 +149,9 @@ class StubClient:
 
     instances: list[StubClient] = []
 
-    def __init__(self, server_url: str, evaluate_url: str | None = None, *, up: bool = True) -> None:
-        self.server_url, self.evaluate_url, self.up = server_url, evaluate_url, up
+    def __init__(self, settings: Any, upstream: Any = None, *, up: bool = True) -> None:
+        self.server_url, self.evaluate_url, self.up = settings.server_url, settings.evaluate_url, up
+        self.settings = settings
         self.calls: list[tuple[str, Any]] = []
         self.typed = ""
         self.saved: str | None = None
@@ -199,7 +200,8 @@ exec(STUB_SOURCE)  # noqa: S102 - defines StubClient here
 @pytest.fixture
 def stub_bench():
     StubClient.instances.clear()
-    bench = WAABenchmark(EXAMPLES, client_factory=StubClient)
+    # The stub client scores, as a user's evaluate server would (--waa-evaluate-url).
+    bench = WAABenchmark(EXAMPLES, evaluate_url="http://stub-evaluate", client_factory=StubClient)
     yield bench
     bench.close()
 
@@ -209,7 +211,7 @@ def test_reset_step_evaluate_drive_the_client(stub_bench):
     task = stub_bench.load_task(NOTEPAD2)
     stub_bench.reset(task)
     (client,) = StubClient.instances
-    assert client.server_url == DEFAULT_SERVER and client.evaluate_url is None
+    assert client.server_url == DEFAULT_SERVER and client.evaluate_url == "http://stub-evaluate"
     assert [c[0] for c in client.calls] == ["probe", "reset", "setup", "observe"]
     assert client.calls[2][1] == task.raw_config["config"] and client.calls[2][1][0]["type"] == "download"
     client.calls.clear()
@@ -227,11 +229,11 @@ def test_reset_step_evaluate_drive_the_client(stub_bench):
 
 def test_a_server_that_is_down_is_an_infrastructure_error():
     bench = WAABenchmark(EXAMPLES, server_url="http://vm:5001/",
-                         client_factory=lambda url, ev: StubClient(url, ev, up=False))
+                         client_factory=lambda settings, upstream: StubClient(settings, upstream, up=False))
     task = bench.load_task(NOTEPAD)
     with pytest.raises(InfrastructureError, match="WAA server at http://vm:5001 is not reachable"):
         bench.reset(task)
-    bench = WAABenchmark(EXAMPLES, ready_timeout=2.5, client_factory=lambda url, ev: StubClient(url, ev, up=False))
+    bench = WAABenchmark(EXAMPLES, ready_timeout=2.5, client_factory=lambda settings, upstream: StubClient(settings, upstream, up=False))
     with pytest.raises(InfrastructureError, match="did not answer /probe within 2.5s"):
         bench.reset(task)
     with pytest.raises(InfrastructureError, match="not reachable"):  # waits once, then probes
@@ -260,12 +262,15 @@ def test_describe(stub_bench):
 STUB_CONFTEST = STUB_SOURCE + '''
 from pytest_agentbench.benches.waa.bench import WAABenchmark
 
-def factory(url, evaluate_url):
-    return StubClient(url, evaluate_url, up="down" not in url)
+def factory(settings, upstream):
+    return StubClient(settings, upstream, up="down" not in settings.server_url)
 
 def pytest_agentbench_register_benchmarks(registry):
     registry.register("waa", lambda config: WAABenchmark.from_config(config, client_factory=factory))
 '''
+
+#: The stub client scores as a user's evaluate server would; no upstream code is involved.
+STUB_SCORES = ("--waa-evaluate-url", "http://stub-evaluate")
 
 NOTEPAD_STUB_SCRIPT = {NOTEPAD: [{"type": "type", "text": "This is a draft."}, {"type": "hotkey", "keys": ["ctrl", "s"]},
                                  {"type": "done"}]}
@@ -275,9 +280,10 @@ def test_items_pass_fail_and_error_through_the_plugin(run, pytester):
     pytester.makeconftest(STUB_CONFTEST)
     script = pytester.path / "script.json"
     script.write_text(json.dumps(NOTEPAD_STUB_SCRIPT))
-    run(*waa("--bench-task", NOTEPAD, "--agent", "scripted", "--agent-script", str(script))).assert_outcomes(passed=1)
-    run(*waa("--bench-task", NOTEPAD, "--agent", "noop")).assert_outcomes(failed=1)
-    result = run(*waa("--bench-task", NOTEPAD, "--agent", "noop", "--waa-server", "http://down:1"))
+    run(*waa("--bench-task", NOTEPAD, "--agent", "scripted", "--agent-script", str(script), *STUB_SCORES)
+        ).assert_outcomes(passed=1)
+    run(*waa("--bench-task", NOTEPAD, "--agent", "noop", *STUB_SCORES)).assert_outcomes(failed=1)
+    result = run(*waa("--bench-task", NOTEPAD, "--agent", "noop", "--waa-server", "http://down:1", *STUB_SCORES))
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*WAA server at http://down:1 is not reachable*"])
 
@@ -291,7 +297,8 @@ def free_port() -> int:
 
 def test_a_server_that_is_down_makes_the_item_an_error(run, pytester):
     pytest.importorskip("pytest_agentbench.benches.waa.client")
-    result = run(*waa("--bench-task", NOTEPAD, "--agent", "noop", "--waa-server", f"http://127.0.0.1:{free_port()}"))
+    result = run(*waa("--bench-task", NOTEPAD, "--agent", "noop", "--waa-server", f"http://127.0.0.1:{free_port()}",
+                      *STUB_SCORES))
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*not reachable*"])
     (row,) = results(only_run_folder(pytester.path))
@@ -347,7 +354,8 @@ def test_workers_play_tasks_from_the_manifest(run_sub, pytester):
     pytester.makeconftest(STUB_CONFTEST)
     script = pytester.path / "script.json"
     script.write_text(json.dumps({**NOTEPAD_STUB_SCRIPT, "*": [{"type": "done"}]}))
-    result = run_sub(*waa("-m", "notepad", "-n", "2", "--agent", "scripted", "--agent-script", str(script)))
+    result = run_sub(*waa("-m", "notepad", "-n", "2", "--agent", "scripted", "--agent-script", str(script),
+                          *STUB_SCORES))
     result.assert_outcomes(passed=1, failed=1)
     rows = {r["task_id"]: r for r in results(only_run_folder(pytester.path))}
     assert rows[NOTEPAD]["success"] is True and rows[NOTEPAD2]["success"] is False

@@ -135,8 +135,57 @@ def test_transient_status_is_retried(status):
 def test_server_error_500_is_not_retried():
     rec = Recorder(lambda r: httpx.Response(500, json={"status": "error", "message": "nope"}))
     with pytest.raises(InfrastructureError, match="HTTP 500"):
-        rec.client().setup([{"type": "open", "parameters": {"path": "C:\\x.txt"}}])
+        rec.client().run_command(["python", "-c", "1"])
     assert len(rec.requests) == 1
+
+
+@pytest.mark.parametrize(("step", "status", "body"), [
+    # What upstream's real server answers, and upstream's SetupController logs and goes on from.
+    ({"type": "execute", "parameters": {"command": ["no-such-program"]}}, 500,
+     {"status": "error", "message": "[Errno 2] No such file or directory: 'no-such-program'"}),
+    ({"type": "open", "parameters": {"path": "C:\\missing.txt"}}, 404, "File not found: C:\\missing.txt"),
+    ({"type": "activate_window", "parameters": {"window_name": "Nowhere"}}, 404, "Window Nowhere not found"),
+    ({"type": "launch", "parameters": {"command": "x"}}, 500, {"status": "error", "message": "boom"}),
+    ({"type": "create_folder", "parameters": {"path": "C:\\x"}}, 400, {"status": "error"}),
+    ({"type": "close_all", "parameters": {}}, 500, "Currently not supported on Linux."),
+])
+def test_setup_steps_upstream_tolerates_are_warnings(step, status, body):
+    reply = (lambda r: httpx.Response(status, json=body)) if isinstance(body, dict) else (
+        lambda r: httpx.Response(status, text=body))
+    rec = Recorder(reply)
+    client = rec.client()
+    client.setup([step, {"type": "sleep", "parameters": {"seconds": 1}}])
+    assert len(client.setup_warnings) == 1, client.setup_warnings
+    assert client.sleeps == [1.0]  # setup went on; a failed open does not wait for the file
+    assert len(rec.requests) == 1  # refusals are not retried
+
+
+def test_setup_errors_where_upstream_raises():
+    client = Recorder().client()
+    for step in ({"type": "open", "parameters": {"path": ""}}, {"type": "launch", "parameters": {"command": []}},
+                 {"type": "execute", "parameters": {"command": ""}}):
+        with pytest.raises(ValueError, match="is empty"):
+            client.setup([step])
+    down = WAAClient(f"http://127.0.0.1:{free_port()}", retries=0)
+    with pytest.raises(InfrastructureError, match="failed after 1 attempt"):
+        down.setup([{"type": "open", "parameters": {"path": "C:\\a.txt"}}])
+
+
+def test_execute_until_repeats_as_upstream_does():
+    replies = iter([1, 1, 0])
+    rec = Recorder(lambda r: httpx.Response(200, json={"status": "success", "output": "", "error": "",
+                                                        "returncode": next(replies)}))
+    client = rec.client()
+    client.setup([{"type": "execute", "parameters": {"command": ["check"], "until": {"returncode": 0}}}])
+    assert len(rec.requests) == 3 and client.sleeps == [0.3, 0.3] and client.setup_warnings == []
+
+
+def test_chrome_steps_wait_for_devtools_as_upstream_does():
+    rec = Recorder(lambda r: httpx.Response(503))
+    client = rec.client(cdp_url="http://vm:9222", retries=0)
+    with pytest.raises(InfrastructureError, match="did not answer after 15 tries 5s apart"):
+        client.setup([{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://a.example/"]}}])
+    assert client.sleeps == [5.0] * 14
 
 
 def test_wait_ready_and_probe_against_fake():
@@ -177,14 +226,16 @@ def test_setup_step_types_use_the_real_endpoints():
     assert seen[1] == ("POST", "/setup/launch", {"command": "start chrome", "shell": True})
     assert seen[2] == ("POST", "/setup/execute", {"command": "echo hi", "shell": True})
     assert seen[3] == ("POST", "/setup/execute", {"command": ["python", "-c", "print(1)"], "shell": False})
-    assert client.sleeps == [2.0]
+    assert client.sleeps == [2.0, 2.0, 5.0]  # the sleep step, after opening a file, before closing tabs
     assert seen[4] == ("POST", "/setup/open_file", {"path": "C:\\a.txt"})
     assert seen[5] == ("POST", "/setup/activate_window", {"window_name": "a.txt - Notepad", "strict": True, "by_class": False})
     assert seen[6] == ("POST", "/setup/create_folder", {"path": "C:\\new"})
     assert seen[7] == ("POST", "/setup/recycle", {"path": "C:\\old.txt"})
-    assert (seen[8][0], seen[8][1]) == ("PUT", "/json/new")
-    assert rec.requests[8].url.query.decode() == "https://a.example/"
-    assert [s[1] for s in seen[9:]] == ["/json/list", "/json/close/T2"]
+    assert seen[8][1] == "/json/list"
+    assert (seen[9][0], seen[9][1]) == ("PUT", "/json/new")
+    assert rec.requests[9].url.query.decode() == "https://a.example/"
+    # Upstream closes the default tab after opening the first one, then closes the tabs asked for.
+    assert [s[1] for s in seen[10:]] == ["/json/close/T1", "/json/list", "/json/close/T2"]
 
 
 def test_setup_rejects_unknown_and_unsupported_types():
@@ -232,15 +283,53 @@ def file_server(tmp_path):
 def test_download_is_fetched_by_the_harness_and_uploaded(file_server):
     target = "C:\\Users\\Docker\\Downloads\\book.xlsx"
     with FakeWAAServer() as fake:
-        client = WAAClient(fake.url)
+        client = WAAClient(fake.url, download_allow=frozenset({"127.0.0.1"}))
+        client.sleep = lambda s: None
         client.setup([{"type": "download", "parameters": {"files": [{"url": f"{file_server}/book.xlsx", "path": target}]}}])
         assert fake.fs[target] == b"PK\x03\x04 fake spreadsheet"
         upload = [r for r in fake.requests if r["path"] == "/setup/upload"]
         assert len(upload) == 1 and upload[0]["form"] == {"file_path": target}
         assert not any(r["path"] == "/setup/download_file" for r in fake.requests)
-        with pytest.raises(InfrastructureError, match="HTTP 404"):
+        with pytest.raises(InfrastructureError, match="failed after 3 attempts: .*HTTP 404"):
             client.setup([{"type": "download", "parameters": {"files": [{"url": f"{file_server}/missing", "path": target}]}}])
         client.close()
+
+
+def test_a_task_file_cannot_make_the_harness_fetch_a_private_address(file_server):
+    from pytest_agentbench.benches.waa.downloads import DownloadRefused
+
+    def step(url: str) -> list[dict]:
+        return [{"type": "download", "parameters": {"files": [{"url": url, "path": "C:\\f"}]}}]
+
+    with FakeWAAServer() as fake:
+        client = WAAClient(fake.url)
+        for url in (f"{file_server}/book.xlsx", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/x",
+                    "http://[::1]/x", "file:///etc/passwd", "ftp://example.com/x"):
+            with pytest.raises(DownloadRefused):
+                client.setup(step(url))
+        assert not [r for r in fake.requests if r["path"] == "/setup/upload"]
+        client.close()
+
+
+def test_download_redirects_are_checked_hop_by_hop_and_sizes_capped():
+    from pytest_agentbench.benches.waa.downloads import DownloadRefused, fetch
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/hop":
+            return httpx.Response(302, headers={"location": "http://169.254.169.254/latest/user-data"})
+        if request.url.path == "/loop":
+            return httpx.Response(302, headers={"location": "/loop"})
+        return httpx.Response(200, content=b"x" * 2048)
+
+    public = lambda host: ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]  # noqa: E731
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    with pytest.raises(DownloadRefused, match="169.254.169.254, a non-public address"):
+        fetch(http, "http://files.example/hop", resolve=public)
+    with pytest.raises(DownloadRefused, match="more than 5 redirects"):
+        fetch(http, "http://files.example/loop", resolve=public)
+    with pytest.raises(DownloadRefused, match="1024-byte cap"):
+        fetch(http, "http://files.example/big", resolve=public, max_bytes=1024)
+    assert fetch(http, "http://files.example/big", resolve=public) == b"x" * 2048
 
 
 # ---------------------------------------------------------------- evaluate replies

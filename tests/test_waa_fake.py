@@ -179,10 +179,11 @@ def test_setup_steps_against_fake(fake, client):
     assert fake.windows[-1]["title"] == "a.txt - Notepad"
     assert "echo hi" in fake.commands and ["cmd", "/c", "dir"] in fake.commands
     assert fake.read_file("C:\\Users\\Docker\\Desktop\\proj\\a.txt") is None
-    with pytest.raises(InfrastructureError, match="HTTP 404"):
-        client.setup([{"type": "open", "parameters": {"path": "C:\\missing.txt"}}])
+    # Upstream's SetupController logs a file it cannot open and a window it cannot find, and goes on.
+    client.setup([{"type": "open", "parameters": {"path": "C:\\missing.txt"}}])
     client.setup([{"type": "activate_window", "parameters": {"window_name": "Nowhere"}}])
-    assert client.setup_warnings == ["activate_window: window 'Nowhere' not found"]
+    assert len(client.setup_warnings) == 2 and "HTTP 404" in client.setup_warnings[0]
+    assert client.setup_warnings[1] == "activate_window: window 'Nowhere' not found"
 
 
 def test_unsupported_code_fails_like_a_python_error(client, monkeypatch):

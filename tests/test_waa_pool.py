@@ -39,8 +39,9 @@ def evaluations(server) -> int:
 
 
 def test_each_worker_plays_on_its_own_host(run_sub, pytester, hosts, project):
-    urls = ",".join(h.url for h in hosts)
-    result = run_sub(*project, "--pool", "static", "--pool-hosts", urls, "-n", "2")
+    # URL|EVALUATE_URL: each host scores with its own (fake) evaluate server.
+    urls = ",".join(f"{h.url}|{h.evaluate_url}" for h in hosts)
+    result = run_sub(*project, "--pool", "static", "--pool-hosts", urls, "-n", "2", "--waa-evaluate-url", "http://x:9")
     result.assert_outcomes(passed=4)
     per_worker = Counter(r["worker"] for r in results(only_run_folder(pytester.path)))
     # Every evaluation landed on exactly one host, and the hosts split the tasks as the workers did.
@@ -49,7 +50,9 @@ def test_each_worker_plays_on_its_own_host(run_sub, pytester, hosts, project):
 
 
 def test_without_xdist_the_first_host_is_used(run, hosts, project):
-    result = run(*project, "--pool", "static", "--pool-hosts", f"{hosts[0].url},{hosts[1].url}")
+    result = run(*project, "--pool", "static", "--pool-hosts",
+                 f"{hosts[0].url}|{hosts[0].evaluate_url},{hosts[1].url}|{hosts[1].evaluate_url}",
+                 "--waa-evaluate-url", "http://x:9")
     result.assert_outcomes(passed=4)
     assert (evaluations(hosts[0]), evaluations(hosts[1])) == (4, 0)
 
@@ -64,6 +67,6 @@ def test_without_xdist_the_first_host_is_used(run, hosts, project):
     ],
 )
 def test_bad_pool_options_are_usage_errors(run_sub, project, extra, expected):
-    result = run_sub(*project, *extra)
+    result = run_sub(*project, "--waa-evaluate-url", "http://127.0.0.1:9", *extra)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])

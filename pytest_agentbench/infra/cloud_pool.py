@@ -46,6 +46,7 @@ class PoolOptions:
     address: str = "public"  # which VM address to use: public or private
     waa_port: int = 5000
     evaluate_port: int = 5051
+    cdp_port: int = 9222
     ready_timeout: float = 1200.0
     hourly_usd: float | None = None
     #: a user-given login key (its ``.pub`` is installed), or a ``.pub`` whose private half is in
@@ -191,7 +192,7 @@ class CloudPool:
         opts = self.options
         return {"name": vm.name, "kind": "cloud", "vm": vm.to_dict(), "connect": opts.connect,
                 "address": opts.address, "ssh_key": str(key) if key else None, "waa_port": opts.waa_port,
-                "evaluate_port": opts.evaluate_port, "ready_timeout": opts.ready_timeout}
+                "evaluate_port": opts.evaluate_port, "cdp_port": opts.cdp_port, "ready_timeout": opts.ready_timeout}
 
     def release(self, holder: str) -> None:
         with self._lock:

@@ -1,4 +1,5 @@
-"""One process's way to its leased VM: the WAA and evaluate server URLs, through an SSH tunnel
+"""One process's way to its leased VM: the WAA server, evaluate server and Chrome DevTools URLs
+(the ``server_url``, ``evaluate_url`` and ``cdp_url`` of :meth:`VMConnection.open`), through an SSH tunnel
 (the default) or straight to the VM's address (``--pool-connect direct``, for a harness inside
 the VM's network).
 
@@ -17,7 +18,7 @@ from ..benchmark import InfrastructureError
 
 
 class VMConnection:
-    """Opened once per process; ``open`` returns ``(server_url, evaluate_url)``."""
+    """Opened once per process; ``open`` returns ``{"server_url", "evaluate_url", "cdp_url"}``."""
 
     def __init__(self, lease: dict[str, Any], endpoints: dict[str, str] | None = None) -> None:
         self.lease = lease
@@ -39,16 +40,19 @@ class VMConnection:
             raise InfrastructureError(f"VM {vm['name']} has no IP address; check it in the {vm['provider']} console")
         return str(address)
 
-    def open(self) -> tuple[str, str | None]:
+    def open(self) -> dict[str, str | None]:
         if self._endpoints:
-            return self._endpoints["server_url"], self._endpoints.get("evaluate_url")
+            return {"server_url": self._endpoints["server_url"], "evaluate_url": self._endpoints.get("evaluate_url"),
+                    "cdp_url": self._endpoints.get("cdp_url")}
         waa, evaluate = int(self.lease["waa_port"]), int(self.lease["evaluate_port"])
+        cdp = int(self.lease.get("cdp_port") or 9222)
         if self.lease.get("connect") == "direct":
             host = self._address()
-            return f"http://{host}:{waa}", f"http://{host}:{evaluate}"
-        return self._open_tunnel(waa, evaluate)
+            return {"server_url": f"http://{host}:{waa}", "evaluate_url": f"http://{host}:{evaluate}",
+                    "cdp_url": f"http://{host}:{cdp}"}
+        return self._open_tunnel(waa, evaluate, cdp)
 
-    def _open_tunnel(self, waa: int, evaluate: int) -> tuple[str, str | None]:
+    def _open_tunnel(self, waa: int, evaluate: int, cdp: int) -> dict[str, str | None]:
         from .tunnel import SSHTunnel, TunnelError
 
         host = self._address()
@@ -57,7 +61,7 @@ class VMConnection:
             port = int((self.vm.get("extra") or {}).get("ssh_port", 22))
             tunnel = SSHTunnel(host, port, self.vm["ssh_user"], key_filename=self.lease["ssh_key"],
                                host_key=self.vm.get("host_key"),
-                               forwards=[(0, "127.0.0.1", port) for port in dict.fromkeys((waa, evaluate))],
+                               forwards=[(0, "127.0.0.1", port) for port in dict.fromkeys((waa, evaluate, cdp))],
                                connect_timeout=min(10.0, max(1.0, self.remaining())))
             try:
                 tunnel.start()
@@ -68,7 +72,8 @@ class VMConnection:
                 time.sleep(min(5.0, self.remaining()))
                 continue
             self._tunnel = tunnel
-            return tunnel.local_url(waa), tunnel.local_url(evaluate)
+            return {"server_url": tunnel.local_url(waa), "evaluate_url": tunnel.local_url(evaluate),
+                    "cdp_url": tunnel.local_url(cdp)}
 
     def close(self) -> None:
         tunnel, self._tunnel = self._tunnel, None

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 Lease = dict[str, Any]
 
 
-def parse_hosts(entries: list[str]) -> list[Lease]:
-    """``URL`` or ``URL|EVALUATE_URL`` entries, comma-separated or repeated, into leases."""
+def parse_hosts(entries: list[str], cdp_port: int = 9222) -> list[Lease]:
+    """``URL`` or ``URL|EVALUATE_URL`` entries, comma-separated or repeated, into leases. Each host's
+    Chrome DevTools endpoint is ``cdp_port`` on the server's host (``--pool-cdp-port``)."""
     hosts: list[Lease] = []
     for text in entries:
         for entry in str(text).split(","):
@@ -27,8 +29,10 @@ def parse_hosts(entries: list[str]) -> list[Lease]:
             server, _, evaluate = entry.partition("|")
             if not server.startswith(("http://", "https://")):
                 raise ValueError(f"--pool-hosts entry {entry!r} must be a URL such as http://10.0.0.5:5000")
+            host = urlsplit(server).hostname or "localhost"
             hosts.append({"name": f"host{len(hosts)}", "server_url": server.rstrip("/"),
-                          "evaluate_url": evaluate.rstrip("/") or None})
+                          "evaluate_url": evaluate.rstrip("/") or None,
+                          "cdp_url": f"http://{host}:{cdp_port}"})
     return hosts
 
 

@@ -133,7 +133,7 @@ class PoolManager:
         #: this process's lease (a worker's from workerinput; the controller's own without xdist)
         self.lease: dict[str, Any] | None = None
         self.connection: VMConnection | None = None
-        self._endpoints: tuple[str, str | None] | None = None
+        self._endpoints: dict[str, str | None] | None = None
         self._connect_error: str | None = None
         self._provision_error: str | None = None
         self._old_sigterm: Any = None
@@ -181,6 +181,7 @@ class PoolManager:
                                                "--pool-auto-shutdown-hours") or 0.0,
             connect=_opt(self.config, "pool_connect") or "ssh", address=_opt(self.config, "pool_address") or "public",
             waa_port=int(self.config.getoption("pool_waa_port")), evaluate_port=int(self.config.getoption("pool_evaluate_port")),
+            cdp_port=int(self.config.getoption("pool_cdp_port")),
             ready_timeout=ready if ready is not None else 1200.0,
             hourly_usd=_float_setting(self.config, "pool_hourly_usd", None, "--pool-hourly-usd"),
             ssh_key=Path(ssh_key).expanduser() if ssh_key else None)
@@ -206,7 +207,7 @@ class PoolManager:
 
         entries = self.config.getoption("pool_hosts") or self.config.getini("agentbench_pool_hosts") or []
         try:
-            hosts = parse_hosts(list(entries))
+            hosts = parse_hosts(list(entries), int(self.config.getoption("pool_cdp_port")))
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         if not hosts:
@@ -281,22 +282,31 @@ class PoolManager:
 
     # -- any process: connect a benchmark ----------------------------------------------------------
     def apply(self, bench: Benchmark) -> None:
-        """Point ``bench`` at this process's leased host (opening the tunnel on first use)."""
+        """Point ``bench`` at this process's leased host (opening the tunnel on first use).
+
+        The benchmark gets the WAA server and Chrome DevTools URLs, and the host's evaluate server
+        URL only when the user chose to score with an evaluate server (``--waa-evaluate-url``): then
+        each host's (a static ``URL|EVALUATE_URL`` entry, a cloud VM's ``--pool-evaluate-port``)
+        replaces it. By default upstream's own evaluator code scores, and no evaluate URL is used."""
         if not hasattr(bench, "use_server"):
             return
         self._ensure_own_lease()
         lease = self.lease
         if lease is None:
             return
+        wants_server = bool(self.config.getoption("waa_evaluate_url", None)
+                            or str(self.config.getini("agentbench_waa_evaluate_url")).strip())
         if lease.get("kind") != "cloud":
-            bench.use_server(lease["server_url"], lease.get("evaluate_url"))
+            bench.use_server(lease["server_url"], lease.get("evaluate_url") if wants_server else None,
+                             lease.get("cdp_url"))
             return
-        server, evaluate = self._connect(lease)
-        bench.use_server(server, evaluate)
+        endpoints = self._connect(lease)
+        bench.use_server(endpoints["server_url"], endpoints.get("evaluate_url") if wants_server else None,
+                         endpoints.get("cdp_url"))
         if hasattr(bench, "ready_timeout") and self.connection is not None:
             bench.ready_timeout = max(1.0, self.connection.remaining())
 
-    def _connect(self, lease: dict[str, Any]) -> tuple[str, str | None]:
+    def _connect(self, lease: dict[str, Any]) -> dict[str, str | None]:
         from ..benchmark import InfrastructureError
         from .connect import VMConnection
 

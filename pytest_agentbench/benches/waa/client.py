@@ -1,17 +1,24 @@
-"""An httpx client for the Windows Agent Arena Flask server (port 5000 in the VM) and an evaluate server.
+"""An httpx client for the Windows Agent Arena Flask server (port 5000 in the VM).
 
-It speaks the upstream protocol (research ``benchmarks.md`` §1.2-1.3), not the reference tool's
-one-liner translation:
+It speaks the upstream protocol, checked against upstream's real server (see the user guide's
+"what was tested against what"):
 
-* task setup goes through the real ``/setup/*`` endpoints, one per step type, like upstream's
-  ``SetupController`` (``command`` may be a list or a string; ``shell`` may be the string ``"true"``;
-  ``download`` is fetched here and pushed with multipart ``/setup/upload``);
-* actions are pyautogui code run as ``python -c`` through ``/execute`` (upstream's ``pyautogui``
-  action space), and ``/execute`` replies are read as ``output``/``error``/``returncode``;
-* scoring is ``POST /evaluate`` with the task JSON plus ``agent_last_action``; infeasible tasks and
-  feasible tasks ended with FAIL are decided here by the upstream rule (no VM state is needed, and the
-  deployed reference evaluate server gets infeasible wrong); a reply that says it could not score is an
-  :class:`EvaluationError`, never a 0 score.
+* **Setup** goes through the real ``/setup/*`` endpoints, one per step type, with upstream's
+  ``SetupController`` semantics: a step the server refuses (a missing program, a missing file to
+  open, an upload into a missing folder, a window not found) is logged in :attr:`setup_warnings`
+  and setup goes on; an empty argument, an unknown step type, a download that cannot be fetched and
+  Chrome not answering on its DevTools port after 15 tries 5 s apart are errors, as upstream raises
+  there. A server that cannot be reached at all is an :class:`InfrastructureError`. ``download``
+  URLs are fetched here under :mod:`.downloads`' rules and pushed with multipart ``/setup/upload``.
+* **Settle times** are upstream's: :attr:`settle` seconds after close-all and after setup, 2 s
+  after opening a file, :attr:`step_pause` after each action.
+* **Actions** are pyautogui code run as ``python -c`` through ``/execute`` (upstream's
+  ``pyautogui`` action space); replies are read as ``output``/``error``/``returncode``.
+* **Timeouts**: :attr:`command_timeout` for ``/execute`` and setup commands (the server itself
+  kills a command after 120 s), :attr:`tree_timeout` for the accessibility tree (upstream: 300 s).
+* **Scoring** is not done here by default: :mod:`.upstream` runs upstream's own evaluator code.
+  :meth:`evaluate` is the path for a user's own evaluate server (``--waa-evaluate-url``), the
+  reference tool's way of scoring.
 
 Transient network errors (connect errors, and 502/503/504 replies) are retried with exponential
 backoff; read timeouts are retried only for requests that are safe to repeat. After the retries an
@@ -20,6 +27,7 @@ backoff; read timeouts are retried only for requests that are safe to repeat. Af
 
 from __future__ import annotations
 
+import logging
 import re
 import struct
 import time
@@ -33,7 +41,9 @@ import httpx
 
 from ...benchmark import EvaluationError, InfrastructureError
 from ...model import Action, Criterion, Observation, Verdict
-from . import scoring
+from . import downloads, scoring
+
+log = logging.getLogger("pytest_agentbench.waa")
 
 TRANSIENT_STATUS = frozenset({502, 503, 504})
 
@@ -115,12 +125,40 @@ def _node_title(node: dict[str, Any]) -> str | None:
     return node["attrs"].get("name") or node["attrs"].get("title")
 
 
-def focused_window_title(tree: dict[str, Any]) -> str | None:
-    """The name of the top-level element marked focused (``st:focused``/``focused`` true), if any."""
+#: State attributes that mark the foreground window: Windows UIA as upstream's server emits it marks
+#: it ``st:active``; the Linux AT-SPI tree marks the frame ``st:active`` too (and may mark the
+#: focused widget ``st:focused``); older trees and other servers use ``focused``.
+_FOREGROUND_STATES = ("active", "focused")
+
+
+def _state(attrs: dict[str, Any], name: str) -> bool:
+    return any(k.split(":")[-1] == name and str(v).lower() == "true" for k, v in attrs.items())
+
+
+def _windows(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """Top-level windows: the root's children, or, in AT-SPI's desktop > application > frame
+    shape, the frames inside each application."""
+    found: list[dict[str, Any]] = []
     for child in tree.get("children", []):
-        attrs = child.get("attrs", {})
-        if any(k.split(":")[-1] == "focused" and str(v).lower() == "true" for k, v in attrs.items()):
-            return _node_title(child)
+        tag = str(child.get("tag", "")).lower()
+        if tag in ("application", "desktop-frame") or tag.endswith(":application"):
+            found.extend(child.get("children", []))
+        else:
+            found.append(child)
+    return found
+
+
+def focused_window_title(tree: dict[str, Any]) -> str | None:
+    """The name of the foreground window: the top-level element marked ``st:active`` (or
+    ``focused``), else the window holding a focused element; None when nothing is marked."""
+    windows = _windows(tree)
+    for state in _FOREGROUND_STATES:
+        for window in windows:
+            if _state(window.get("attrs", {}), state):
+                return _node_title(window)
+    for window in windows:
+        if any(_state(node.get("attrs", {}), "focused") for node in _walk(window)):
+            return _node_title(window)
     return None
 
 
@@ -132,7 +170,7 @@ def _parse_pair(text: str | None) -> tuple[float, float] | None:
 
 
 class WAAClient:
-    """One WAA VM (its Flask server) plus the evaluate server that scores it."""
+    """One WAA VM (its Flask server), and optionally a user's evaluate server that scores it."""
 
     def __init__(
         self,
@@ -145,24 +183,45 @@ class WAAClient:
         transport: httpx.BaseTransport | None = None,
         cdp_url: str | None = None,
         evaluate_timeout: float | None = None,
+        command_timeout: float = 120.0,
+        tree_timeout: float = 300.0,
+        settle: float = 5.0,
+        step_pause: float = 0.0,
+        open_wait: float = 2.0,
+        cdp_tries: int = 15,
+        cdp_wait: float = 5.0,
+        download_allow: frozenset[str] = frozenset(),
+        download_max_bytes: int = downloads.DEFAULT_MAX_BYTES,
+        upstream_setup: Callable[[list[dict[str, Any]]], list[str]] | None = None,
     ) -> None:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries!r}")
         self.server_url = server_url.rstrip("/")
-        self.evaluate_url = (evaluate_url or server_url).rstrip("/")
+        self.evaluate_url = evaluate_url.rstrip("/") if evaluate_url else None
         host = urlsplit(self.server_url).hostname or "localhost"
-        #: Chrome's DevTools HTTP endpoint (task configs forward it to 9222 with socat).
+        #: Chrome's DevTools HTTP endpoint (upstream: port 9222 on the VM; a pool tunnels it).
         self.cdp_url = (cdp_url or f"http://{host}:9222").rstrip("/")
         self.timeout = timeout
         self.evaluate_timeout = evaluate_timeout if evaluate_timeout is not None else max(timeout, 180.0)
+        self.command_timeout = command_timeout
+        self.tree_timeout = tree_timeout
+        self.settle = settle
+        self.step_pause = step_pause
+        self.open_wait = open_wait
+        self.cdp_tries = max(1, cdp_tries)
+        self.cdp_wait = cdp_wait
+        self.download_allow = frozenset(h.lower() for h in download_allow)
+        self.download_max_bytes = download_max_bytes
+        #: Runs setup steps this client does not implement with upstream's SetupController.
+        self.upstream_setup = upstream_setup
         self.retries = retries
         self.backoff = backoff
-        self._http = httpx.Client(transport=transport, timeout=timeout, follow_redirects=True)
-        #: Replaceable for tests (backoff and the ``sleep`` setup step go through it).
+        self._http = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
+        #: Replaceable for tests (backoff, settle times and the ``sleep`` setup step go through it).
         self.sleep: Callable[[float], None] = time.sleep
         self.viewport: tuple[int, int] | None = None
         self._last_tree: dict[str, Any] | None = None
-        #: Non-fatal setup problems (a window to activate that was not found), as upstream logs them.
+        #: Setup problems upstream logs and goes on from (a window not found, a program missing).
         self.setup_warnings: list[str] = []
 
     # ------------------------------------------------------------------ transport
@@ -195,11 +254,26 @@ class WAAClient:
     def _server(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return self._request(method, self.server_url + path, **kwargs)
 
+    @staticmethod
+    def _body(response: httpx.Response) -> str:
+        return response.text.strip().replace("\n", " ")[:300]
+
     def _expect_ok(self, response: httpx.Response, what: str) -> httpx.Response:
         if response.status_code != 200:
-            body = response.text.strip().replace("\n", " ")[:300]
-            raise InfrastructureError(f"{what} failed: HTTP {response.status_code} from {response.url}: {body}")
+            raise InfrastructureError(
+                f"{what} failed: HTTP {response.status_code} from {response.url}: {self._body(response)}")
         return response
+
+    def _warn(self, text: str) -> None:
+        self.setup_warnings.append(text)
+        log.warning("WAA setup: %s", text)
+
+    def _tolerate(self, response: httpx.Response, what: str) -> bool:
+        """Upstream logs a refused setup step and goes on: True when the step succeeded."""
+        if response.status_code == 200:
+            return True
+        self._warn(f"{what}: HTTP {response.status_code}: {self._body(response)}")
+        return False
 
     # ------------------------------------------------------------------ readiness
     def probe(self) -> bool:
@@ -222,46 +296,69 @@ class WAAClient:
 
     # ------------------------------------------------------------------ setup
     def setup(self, config: list[dict[str, Any]]) -> None:
-        """Run a task's ``config`` (or ``evaluator.postconfig``) steps in order, like ``SetupController``."""
+        """Run a task's ``config`` steps in order, as upstream's ``SetupController.setup`` does."""
         for index, step in enumerate(config or []):
             if not isinstance(step, dict) or "type" not in step:
                 raise ValueError(f"setup step {index} must be an object with a 'type', got {step!r}")
             kind = step["type"]
             params = step.get("parameters") or {}
-            if kind in UNSUPPORTED_SETUP_TYPES:
-                raise InfrastructureError(
-                    f"setup step {index} ({kind}) is not supported by this client: it needs a browser "
-                    "history database pushed into the VM's browser profile"
-                )
             if kind not in SETUP_TYPES:
+                if self.upstream_setup is not None:
+                    self.setup_warnings.extend(self.upstream_setup([step]))
+                    continue
+                if kind in UNSUPPORTED_SETUP_TYPES:
+                    raise InfrastructureError(
+                        f"setup step {index} ({kind}) needs upstream's SetupController: point --waa-upstream "
+                        "at your WAA checkout")
                 raise ValueError(f"setup step {index} has unknown type {kind!r} (known: {', '.join(sorted(SETUP_TYPES))})")
             getattr(self, f"_setup_{kind}")(**params)
 
-    def _setup_post(self, path: str, payload: dict[str, Any], what: str, *, idempotent: bool = True) -> httpx.Response:
-        return self._expect_ok(self._server("POST", path, json=payload, idempotent=idempotent), what)
+    def _post(self, path: str, payload: dict[str, Any], *, idempotent: bool = True,
+              timeout: float | None = None) -> httpx.Response:
+        return self._server("POST", path, json=payload, idempotent=idempotent, timeout=timeout)
+
+    @staticmethod
+    def _need(value: Any, what: str) -> None:
+        if not value:
+            raise ValueError(f"setup {what} is empty")  # upstream raises on an empty argument too
 
     def _setup_launch(self, command: list[str] | str, shell: Any = False) -> None:
-        self._setup_post("/setup/launch", {"command": command, "shell": _as_bool(shell)}, f"launch {command!r}", idempotent=False)
+        self._need(command, "launch command")
+        shell = _as_bool(shell)
+        if not shell and isinstance(command, str) and len(command.split()) > 1:
+            command = command.split()  # upstream splits a string command on spaces
+        self._tolerate(self._post("/setup/launch", {"command": command, "shell": shell}, idempotent=False),
+                       f"launch {command!r}")
 
     def _setup_open(self, path: str) -> None:
-        self._setup_post("/setup/open_file", {"path": path}, f"open {path!r}", idempotent=False)
+        self._need(path, "open path")
+        if self._tolerate(self._post("/setup/open_file", {"path": path}, idempotent=False), f"open {path!r}"):
+            self.sleep(self.open_wait)
 
     def _setup_activate_window(self, window_name: str, strict: Any = False, by_class: Any = False) -> None:
+        self._need(window_name, "activate_window window_name")
         payload = {"window_name": window_name, "strict": _as_bool(strict), "by_class": _as_bool(by_class)}
-        response = self._server("POST", "/setup/activate_window", json=payload)
+        response = self._post("/setup/activate_window", payload)
         if response.status_code == 404:
-            # Upstream's SetupController logs a window it cannot find and goes on; so do we.
-            self.setup_warnings.append(f"activate_window: window {window_name!r} not found")
+            self._warn(f"activate_window: window {window_name!r} not found")
             return
-        self._expect_ok(response, f"activate window {window_name!r}")
+        self._tolerate(response, f"activate window {window_name!r}")
 
     def _setup_sleep(self, seconds: float) -> None:
         self.sleep(float(seconds))
 
     def run_command(self, command: list[str] | str, shell: Any = False, *, endpoint: str = "/execute") -> dict[str, Any]:
-        """POST a command to ``/execute`` (or ``/setup/execute``); return ``{output, error, returncode}``."""
+        """POST a command to ``/execute`` (or ``/setup/execute``); return ``{output, error, returncode}``.
+        A refused command (HTTP 500: the program does not exist, or it timed out) is an error here."""
+        response = self._expect_ok(self._command(command, shell, endpoint), f"{endpoint} {command!r}")
+        return self._command_body(response, endpoint)
+
+    def _command(self, command: list[str] | str, shell: Any, endpoint: str) -> httpx.Response:
         payload = {"command": command, "shell": _as_bool(shell)}
-        response = self._expect_ok(self._server("POST", endpoint, json=payload, idempotent=False), f"{endpoint} {command!r}")
+        return self._post(endpoint, payload, idempotent=False, timeout=self.command_timeout)
+
+    @staticmethod
+    def _command_body(response: httpx.Response, endpoint: str) -> dict[str, Any]:
         try:
             body = response.json()
         except ValueError as exc:
@@ -272,72 +369,138 @@ class WAAClient:
 
     def _setup_execute(self, command: list[str] | str, shell: Any = False, stdout: str = "", stderr: str = "",
                        until: dict[str, Any] | None = None) -> None:
-        for attempt in range(5 if until else 1):
-            result = self.run_command(command, shell, endpoint="/setup/execute")
+        """Upstream repeats the command 0.3 s apart until ``until`` holds or it failed 5 times; the
+        repetition is bounded here by the command timeout as well."""
+        self._need(command, "execute command")
+        until = until or {}
+        failures = 0
+        deadline = time.monotonic() + self.command_timeout
+        while True:
+            response = self._command(command, shell, "/setup/execute")
+            result: dict[str, Any] | None = None
+            if self._tolerate(response, f"execute {command!r}"):
+                result = self._command_body(response, "/setup/execute")
+            else:
+                failures += 1
             if not until:
                 return
-            if ("returncode" in until and result.get("returncode") == until["returncode"]) or (
-                until.get("stdout") and until["stdout"] in (result.get("output") or "")
-            ) or (until.get("stderr") and until["stderr"] in (result.get("error") or "")):
+            if result is not None and (
+                ("returncode" in until and result.get("returncode") == until["returncode"])
+                or ("stdout" in until and str(until["stdout"]) in str(result.get("output") or ""))
+                or ("stderr" in until and str(until["stderr"]) in str(result.get("error") or ""))
+            ):
                 return
-            if attempt < 4:
-                self.sleep(0.3)
+            if failures >= 5 or time.monotonic() >= deadline:
+                if result is not None:
+                    self._warn(f"execute {command!r}: {until!r} did not hold within {self.command_timeout:g}s")
+                return
+            self.sleep(0.3)
 
-    _setup_command = _setup_execute
+    def _setup_command(self, command: list[str] | str, **kwargs: Any) -> None:
+        self._setup_execute(command, **kwargs)
 
     def _setup_create_folder(self, path: str) -> None:
-        self._setup_post("/setup/create_folder", {"path": path}, f"create folder {path!r}")
+        self._need(path, "create_folder path")
+        self._tolerate(self._post("/setup/create_folder", {"path": path}), f"create folder {path!r}")
 
     def _setup_create_file(self, path: str, content: str = "") -> None:
-        self._setup_post("/setup/create_file", {"path": path, "content": content}, f"create file {path!r}")
+        self._need(path, "create_file path")
+        self._tolerate(self._post("/setup/create_file", {"path": path, "content": content}), f"create file {path!r}")
 
     def _setup_recycle_file(self, path: str) -> None:
-        self._setup_post("/setup/recycle", {"path": path}, f"recycle {path!r}")
+        self._need(path, "recycle_file path")
+        self._tolerate(self._post("/setup/recycle", {"path": path}), f"recycle {path!r}")
 
     def _setup_close_all(self) -> None:
-        self._setup_post("/setup/close_all", {}, "close all windows")
+        self._tolerate(self._post("/setup/close_all", {}), "close all windows")
 
     def _setup_clear_task_files(self) -> None:
-        self._setup_post("/setup/clear_task_files", {}, "clear task files")
+        self._tolerate(self._post("/setup/clear_task_files", {}), "clear task files")
 
     def _setup_download(self, files: list[dict[str, str]]) -> None:
         for entry in files:
             url, path = entry.get("url"), entry.get("path")
             if not url or not path:
                 raise ValueError(f"download entry needs 'url' and 'path', got {entry!r}")
-            fetched = self._request("GET", url)
-            if fetched.status_code != 200:
-                raise InfrastructureError(f"download of {url} failed: HTTP {fetched.status_code}")
-            self.upload(path, fetched.content)
+            try:
+                data = downloads.fetch(self._http, url, allow=self.download_allow, max_bytes=self.download_max_bytes,
+                                       timeout=self.command_timeout, sleep=self.sleep)
+            except downloads.DownloadRefused:
+                raise
+            except OSError as exc:
+                raise InfrastructureError(str(exc)) from exc
+            self.upload(path, data, tolerate=True)
 
-    def upload(self, path: str, data: bytes) -> None:
+    def upload(self, path: str, data: bytes, *, tolerate: bool = False) -> None:
         """Push bytes to ``path`` in the VM through multipart ``/setup/upload``."""
         filename = PurePosixPath(path.replace("\\", "/")).name or "file"
         response = self._server(
-            "POST", "/setup/upload", data={"file_path": path}, files={"file_data": (filename, data)}
+            "POST", "/setup/upload", data={"file_path": path}, files={"file_data": (filename, data)},
+            timeout=self.command_timeout,
         )
-        self._expect_ok(response, f"upload to {path!r}")
+        if tolerate:
+            self._tolerate(response, f"upload to {path!r}")
+        else:
+            self._expect_ok(response, f"upload to {path!r}")
+
+    def _cdp_pages(self) -> list[dict[str, Any]]:
+        """Chrome's open pages; waits for DevTools as upstream does (15 tries, 5 s apart)."""
+        last = ""
+        for attempt in range(self.cdp_tries):
+            if attempt:
+                self.sleep(self.cdp_wait)
+            try:
+                response = self._http.get(f"{self.cdp_url}/json/list", timeout=min(self.timeout, 10.0))
+            except httpx.HTTPError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            if response.status_code == 200:
+                try:
+                    pages = response.json()
+                except ValueError:
+                    pages = None
+                if isinstance(pages, list):
+                    return [p for p in pages if isinstance(p, dict) and p.get("type") == "page"]
+            last = f"HTTP {response.status_code}"
+        raise InfrastructureError(f"Chrome DevTools at {self.cdp_url} did not answer after {self.cdp_tries} tries "
+                                  f"{self.cdp_wait:g}s apart ({last}); is the DevTools port forwarded "
+                                  "(--waa-cdp-url, --pool-cdp-port)?")
 
     def _setup_chrome_open_tabs(self, urls_to_open: list[str]) -> None:
         # Chrome's DevTools HTTP endpoint opens a tab per PUT /json/new?<url> (no websocket needed).
-        for url in urls_to_open:
+        before = self._cdp_pages()
+        for index, url in enumerate(urls_to_open):
             response = self._request("PUT", f"{self.cdp_url}/json/new?{quote(url, safe=':/?&=%#')}", idempotent=False)
             self._expect_ok(response, f"open Chrome tab {url!r}")
+            if index == 0 and before:
+                # Upstream closes the default tab once the first task tab is open.
+                self._request("GET", f"{self.cdp_url}/json/close/{before[0]['id']}")
 
     def _setup_chrome_close_tabs(self, urls_to_close: list[str]) -> None:
-        tabs = self._expect_ok(self._request("GET", f"{self.cdp_url}/json/list"), "list Chrome tabs").json()
-        wanted = {u.rstrip("/") for u in urls_to_close}
-        for tab in tabs:
-            if tab.get("type") == "page" and str(tab.get("url", "")).rstrip("/") in wanted:
-                self._expect_ok(self._request("GET", f"{self.cdp_url}/json/close/{tab['id']}"), f"close tab {tab['url']}")
+        self.sleep(self.cdp_wait)  # upstream waits for Chrome to finish launching
+        pages = self._cdp_pages()
+        for url in urls_to_close:
+            wanted = url.rstrip("/")
+            for tab in pages:
+                if str(tab.get("url", "")).rstrip("/") == wanted:
+                    self._expect_ok(self._request("GET", f"{self.cdp_url}/json/close/{tab['id']}"),
+                                    f"close tab {tab['url']}")
+                    pages.remove(tab)
+                    break
 
     # ------------------------------------------------------------------ episode
     def reset(self) -> None:
-        """Close every window, wait for the server, and clear the task files (upstream's remote reset)."""
+        """Upstream's reset for a remote VM: close every window, wait, wait for the server, clear
+        the task files."""
         self._setup_close_all()
+        self.sleep(self.settle)
         self.wait_ready(max(self.timeout, 5.0))
         self._setup_clear_task_files()
         self._last_tree = None
+
+    def after_setup(self) -> None:
+        """Upstream sleeps after the task's setup before the first observation."""
+        self.sleep(self.settle)
 
     def observe(self) -> Observation:
         """``GET /screenshot`` (PNG) and ``GET /accessibility?backend=uia`` (tree) into an Observation."""
@@ -349,7 +512,7 @@ class WAAClient:
             self.viewport = size
         tree: dict[str, Any] | None = None
         raw: dict[str, Any] = {"a11y_backend": "uia"}
-        response = self._server("GET", "/accessibility", params={"backend": "uia"})
+        response = self._server("GET", "/accessibility", params={"backend": "uia"}, timeout=self.tree_timeout)
         if response.status_code == 200:
             try:
                 at = response.json().get("AT")
@@ -451,10 +614,19 @@ class WAAClient:
             raise InfrastructureError(
                 f"action {action.describe()} failed in the VM (returncode {result.get('returncode')}): {error}"
             )
+        if self.step_pause:
+            self.sleep(self.step_pause)  # upstream waits before the next observation
 
     # ------------------------------------------------------------------ scoring
     def evaluate(self, task: dict[str, Any], last_action: Action | None) -> Verdict:
-        """Score the episode by the upstream rule through ``POST /evaluate``."""
+        """Score through a user's evaluate server (``POST /evaluate``, the reference tool's way).
+
+        Infeasible tasks and feasible tasks ended with FAIL are decided here by the upstream rule (the
+        reference evaluate server gets infeasible wrong). Known differences of that server from
+        upstream's scoring are listed in the user guide."""
+        if self.evaluate_url is None:
+            raise EvaluationError("no evaluate server configured (--waa-evaluate-url); the default scorer is "
+                                  "upstream's own evaluator code (--waa-upstream)")
         evaluator = task.get("evaluator")
         if not isinstance(evaluator, dict) or "func" not in evaluator:
             raise EvaluationError(f"task {task.get('id', '?')} has no evaluator: it cannot be scored")
@@ -474,8 +646,12 @@ class WAAClient:
             body = response.json()
         except ValueError:
             body = None
-        if response.status_code == 404:
-            raise InfrastructureError(f"no evaluate server at {url} (HTTP 404)")
+        if response.status_code == 404 or (
+                response.status_code == 500 and isinstance(body, dict)
+                and str(body.get("message", "")).startswith("404 Not Found")):
+            # The WAA server itself answers unknown routes with 500 {"message": "404 Not Found..."}.
+            raise InfrastructureError(f"no evaluate server at {url} (HTTP {response.status_code}: it has no /evaluate; "
+                                      "the WAA server is not an evaluate server)")
         reason = str(body.get("reason") or body.get("message") or body.get("error") or "") if isinstance(body, dict) else ""
         if response.status_code != 200:
             if response.status_code >= 500 and not isinstance(body, dict):

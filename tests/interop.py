@@ -1,0 +1,39 @@
+"""Where the unmodified upstream snapshots are, for the tests that run against the real thing.
+
+Each snapshot is named by an environment variable. On a user's fresh machine it is unset and the
+tests that need it skip with the reason; ``.ci/run`` sets it and ``AGENTBENCH_REQUIRE_INTEROP=1``,
+under which a missing snapshot fails those tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+#: The WindowsAgentArena snapshot (its ``client/desktop_env`` and ``vm/setup/server``).
+WAA_UPSTREAM = "AGENTBENCH_WAA_UPSTREAM"
+
+
+def required() -> bool:
+    return os.environ.get("AGENTBENCH_REQUIRE_INTEROP", "") == "1"
+
+
+def snapshot(variable: str, what: str) -> Path:
+    """The folder ``$variable`` names; skip (or, under CI, fail) when it is unset or missing."""
+    value = os.environ.get(variable, "")
+    problem = None
+    if not value:
+        problem = f"interop: set {variable} to {what} (.ci/run does) to run this test against the real code"
+    elif not Path(value).is_dir():
+        problem = f"interop: {variable}={value} is not a folder; it should be {what}"
+    if problem is None:
+        return Path(value)
+    if required():
+        pytest.fail(problem + " [AGENTBENCH_REQUIRE_INTEROP=1: a skip here is a failure]", pytrace=False)
+    pytest.skip(problem)
+
+
+def waa_upstream() -> Path:
+    return snapshot(WAA_UPSTREAM, "a WindowsAgentArena checkout (e.g. ../shared/interop/waa/upstream)")
