@@ -116,10 +116,11 @@ def _node_title(node: dict[str, Any]) -> str | None:
 
 
 def focused_window_title(tree: dict[str, Any]) -> str | None:
-    """The name of the top-level element marked focused (``st:focused``/``focused`` true), if any."""
+    """The name of the top-level element marked foreground: ``st:active`` true, as WAA's Windows tree
+    marks it (``st:focused``/``focused`` true are accepted too), if any."""
     for child in tree.get("children", []):
         attrs = child.get("attrs", {})
-        if any(k.split(":")[-1] == "focused" and str(v).lower() == "true" for k, v in attrs.items()):
+        if any(k.split(":")[-1] in ("active", "focused") and str(v).lower() == "true" for k, v in attrs.items()):
             return _node_title(child)
     return None
 
