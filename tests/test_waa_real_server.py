@@ -80,6 +80,8 @@ def test_observe_returns_the_screen_as_png_and_the_at_spi_tree(waa_desktop, clie
     gtkpad(waa_desktop, waa_desktop.home / "Documents" / "draft.txt")
     root, xml = tree_with_frame(client, GTKPAD_TITLE)
 
+    shot = httpx.get(waa_desktop.url + "/screenshot", timeout=30)
+    assert shot.headers["content-type"] == "image/png"
     observation = client.observe()
     assert observation.screenshot is not None and observation.screenshot.startswith(b"\x89PNG")
     image = Image.open(io.BytesIO(observation.screenshot))
@@ -133,7 +135,8 @@ def test_act_moves_real_x_state_and_file_reads_the_saved_text(waa_desktop, clien
     reply = httpx.post(waa_desktop.url + "/file", data={"file_path": str(target)}, timeout=30)
     assert reply.status_code == 200, reply.text
     assert reply.content == b"This is a draft."
-    assert "attachment" in reply.headers.get("content-disposition", "")
+    assert reply.headers["content-disposition"] == "attachment; filename=draft.txt"
+    assert reply.headers["content-type"] == "text/plain; charset=utf-8"
     # gtkpad retitles itself after saving: the key press really reached the window.
     waa_desktop.wait_for_window("draft.txt - Notepad")
     root, _ = tree_with_frame(client, "draft.txt - Notepad")
@@ -174,6 +177,22 @@ def test_wrong_methods_answer_500_with_a_json_405_message(real_waa_server, metho
     assert reply.status_code == 500
     assert reply.json() == {"status": "error",
                             "message": "405 Method Not Allowed: The method is not allowed for the requested URL."}
+
+
+def test_json_routes_answer_500_to_other_bodies(real_waa_server) -> None:
+    # request.json raises werkzeug's 415 or 400, which the catch-all handler turns into a 500; Flask
+    # runs with debug=True, so the 400 carries the decoder's message.
+    reply = httpx.post(real_waa_server.url + "/setup/launch", data={"command": "x"}, timeout=10)
+    assert reply.status_code == 500
+    assert reply.json() == {"status": "error", "message": (
+        "415 Unsupported Media Type: Did not attempt to load JSON data because the request Content-Type "
+        "was not 'application/json'.")}
+    reply = httpx.post(real_waa_server.url + "/execute", content=b"{nope", timeout=10,
+                       headers={"Content-Type": "application/json"})
+    assert reply.status_code == 500
+    assert reply.json() == {"status": "error", "message": (
+        "400 Bad Request: Failed to decode JSON object: Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1)")}
 
 
 @pytest.mark.parametrize("endpoint", ["/execute", "/setup/execute"])
