@@ -6,8 +6,9 @@ tests can pin what it does. Per pytest(-xdist) worker, ``real_waa_server`` start
 * ``Xvfb`` on a free display (``-displayfd``), 1280x720x24, and ``openbox`` as window manager;
 * a private dbus session bus and ``at-spi-bus-launcher --launch-immediately``, so GTK programs
   register with AT-SPI and the server's Linux ``/accessibility`` branch (pyatspi) sees their windows;
-* a temporary ``HOME`` with ``Desktop/ Documents/ Downloads/`` (and an empty ``.Xauthority``: python-xlib
-  refuses to connect without one), ``XDG_SESSION_TYPE=x11`` (the server then screenshots with scrot);
+* a temporary ``HOME`` with ``Desktop/ Documents/ Downloads/`` and a ``.Xauthority`` with an entry for
+  the display (python-xlib refuses to connect without the file and warns on stdout without the
+  entry), ``XDG_SESSION_TYPE=x11`` (the server then screenshots with scrot);
 * upstream's ``vm/setup/server/main.py`` through ``tests/waa_server_launcher.py`` with the server venv's
   python (``$AGENTBENCH_WAA_SERVER_PYTHON``), ``--port`` a free port, ``WAA_LOG`` and
   ``WAA_PATCH_CLEAR_TASK_FILES=1``. The venv's ``bin`` leads ``PATH``, so the ``python -c`` of actions
@@ -26,6 +27,7 @@ missing; under ``AGENTBENCH_REQUIRE_INTEROP=1`` (set by ``.ci/run``) it fails in
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -198,7 +200,7 @@ def _interop_paths() -> tuple[Path, str]:
         interop_unavailable(f"interop: {root} has no vm/setup/server/main.py (AGENTBENCH_WAA_UPSTREAM)")
     if not os.access(python, os.X_OK):  # type: ignore[arg-type]
         interop_unavailable(f"interop: AGENTBENCH_WAA_SERVER_PYTHON={python} is not executable (see .ci/run)")
-    missing = [tool for tool in ("Xvfb", "openbox", "dbus-daemon", "wmctrl", "scrot") if not shutil.which(tool)]
+    missing = [tool for tool in ("Xvfb", "xauth", "openbox", "dbus-daemon", "wmctrl", "scrot") if not shutil.which(tool)]
     if not Path("/usr/libexec/at-spi-bus-launcher").exists():
         missing.append("/usr/libexec/at-spi-bus-launcher")
     if missing:
@@ -259,6 +261,10 @@ def start_real_server(workdir: Path) -> RealWAAServer:
     try:
         xvfb, display = _start_xvfb(workdir)
         parts.append(xvfb)
+        # An entry for the display, so python-xlib (pyautogui) connects without warning on every
+        # command's stdout; Xvfb runs without -auth, so the cookie is not checked.
+        subprocess.run(["xauth", "-f", str(home / ".Xauthority"), "add", display, ".", secrets.token_hex(16)],
+                       check=True, capture_output=True, timeout=30)
         bus = workdir / "session.bus"
         env = {
             key: value for key, value in os.environ.items()
