@@ -8,7 +8,6 @@ reply codes and bodies, error conventions, and what the Linux accessibility tree
 from __future__ import annotations
 
 import io
-import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -316,6 +315,3 @@ def test_clear_task_files_and_close_all(waa_desktop) -> None:
     assert (reply.status_code, reply.text) == (200, "All windows closed successfully.")
     time.sleep(2)
     assert GTKPAD_TITLE in waa_desktop.windows()
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(pytest.main([__file__, "-q"]))

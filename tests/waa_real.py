@@ -34,9 +34,10 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import httpx
 import pytest
@@ -57,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def interop_unavailable(reason: str) -> None:
+def interop_unavailable(reason: str) -> NoReturn:
     """Skip, naming what is missing; fail under ``AGENTBENCH_REQUIRE_INTEROP=1`` (CI must have it)."""
     if os.environ.get("AGENTBENCH_REQUIRE_INTEROP") == "1":
         pytest.fail(f"{reason}; AGENTBENCH_REQUIRE_INTEROP=1, so this fails instead of skipping")
@@ -195,17 +196,17 @@ def _interop_paths() -> tuple[Path, str]:
             "interop: set AGENTBENCH_WAA_UPSTREAM (an unmodified WindowsAgentArena snapshot) and "
             "AGENTBENCH_WAA_SERVER_PYTHON (a python with the server's requirements) (see .ci/run)"
         )
-    root = Path(upstream).resolve()  # type: ignore[arg-type]
+    root = Path(upstream).resolve()
     if not (root / "vm" / "setup" / "server" / "main.py").is_file():
         interop_unavailable(f"interop: {root} has no vm/setup/server/main.py (AGENTBENCH_WAA_UPSTREAM)")
-    if not os.access(python, os.X_OK):  # type: ignore[arg-type]
+    if not os.access(python, os.X_OK):
         interop_unavailable(f"interop: AGENTBENCH_WAA_SERVER_PYTHON={python} is not executable (see .ci/run)")
     missing = [tool for tool in ("Xvfb", "xauth", "openbox", "dbus-daemon", "wmctrl", "scrot") if not shutil.which(tool)]
     if not Path("/usr/libexec/at-spi-bus-launcher").exists():
         missing.append("/usr/libexec/at-spi-bus-launcher")
     if missing:
         interop_unavailable(f"interop: the WAA desktop needs {', '.join(missing)} (Debian packages; see .ci/run)")
-    return root, str(python)
+    return root, python
 
 
 def _start_xvfb(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -238,7 +239,8 @@ def _spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[
         return subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _wait_until(what: str, check, timeout: float, detail) -> None:  # type: ignore[no-untyped-def]
+def _wait_until(what: str, check: Callable[[], bool], timeout: float, detail: Callable[[], str]) -> None:
+    """Poll ``check`` until it holds; else RuntimeError naming ``what`` with ``detail()`` (a log tail)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
