@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_agentbench.testing import NOTEPAD_TASK, FakeWAAServer, serve_notepad_gold
 
     task = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD_TASK}.json").read_text())
-    servers = [FakeWAAServer(latency=args.latency) for _ in range(args.workers)]
+    servers = [FakeWAAServer(latency=args.latency, evaluate=True) for _ in range(args.workers)]
     folder = Path(tempfile.mkdtemp(prefix="agentbench-waa-pool-"))
     try:
         for server in servers:

@@ -29,6 +29,9 @@ for _module in pkgutil.walk_packages(pytest_agentbench.__path__, "pytest_agentbe
     except ImportError:  # optional extras (cloud SDKs) that are not installed
         pass
 
+# The real WAA server tier's fixtures (real_waa_server, waa_desktop) and its marker.
+pytest_plugins = ["waa_real"]
+
 # tests/data holds inputs that tests copy into pytester folders (trajectory case files among
 # them, several failing by design): data, never tests of this suite.
 collect_ignore = ["data"]

@@ -502,7 +502,7 @@ def test_end_to_end_waa_notepad(run, pytester, claude_env):
     server = claude_env(script)
     args = notepad_project(pytester.path, 1)[:-4]  # without the scripted agent
     task = json.loads((Path(__file__).parent / "data" / "waa" / "examples" / "notepad" / f"{NOTEPAD_TASK}.json").read_text())
-    with FakeWAAServer() as waa:
+    with FakeWAAServer(evaluate=True) as waa:
         serve_notepad_gold(waa, task)
         result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--agent", "api-claude")
         result.assert_outcomes(passed=1)

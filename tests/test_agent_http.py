@@ -415,7 +415,7 @@ def test_waa_notepad_task_through_the_http_agent(run, pytester, serve):
     args = args[:args.index("--agent")]
     task = json.loads((pytester.path / "examples" / "notepad" / "t1.json").read_text())
     agent_server = serve(NotepadAgent())
-    with FakeWAAServer() as waa:
+    with FakeWAAServer(evaluate=True) as waa:
         serve_notepad_gold(waa, task)
         result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--agent", "http", "--agent-url", agent_server.url)
         result.assert_outcomes(passed=1)

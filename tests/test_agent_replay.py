@@ -34,7 +34,7 @@ DRAFT = "C:\\Users\\Docker\\Documents\\draft.txt"
 def fake():
     from pytest_agentbench.testing import FakeWAAServer, serve_notepad_gold
 
-    with FakeWAAServer() as server:
+    with FakeWAAServer(evaluate=True) as server:
         serve_notepad_gold(server, json.loads((EXAMPLES / "notepad" / f"{NOTEPAD_TASK}.json").read_text()))
         yield server
 

@@ -91,7 +91,7 @@ def pytest_agentbench_vm_endpoints(vm, config):
         return {"server_url": "http://127.0.0.1:9", "evaluate_url": "http://127.0.0.1:9"}
     if _server is None:
         from pytest_agentbench.testing import FakeWAAServer, serve_notepad_gold
-        _server = FakeWAAServer()
+        _server = FakeWAAServer(evaluate=True)
         _server.start()
         serve_notepad_gold(_server, json.loads(Path(os.environ["LIFECYCLE_TASK"]).read_text()))
     return {"server_url": _server.url, "evaluate_url": _server.evaluate_url}

@@ -135,7 +135,7 @@ def sshd(paramiko_installed, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def waa():
-    with FakeWAAServer() as server:
+    with FakeWAAServer(evaluate=True) as server:
         yield server
 
 
@@ -156,7 +156,7 @@ def test_tunnel_reaches_fake_waa_server(sshd, waa):
 
 
 def test_two_forwards_waa_and_evaluate(sshd, waa):
-    with FakeWAAServer() as evaluate:
+    with FakeWAAServer(evaluate=True) as evaluate:
         waa_port, eval_port = _port(waa.url), _port(evaluate.url)
         with sshd.tunnel(forwards=[(0, "127.0.0.1", waa_port), (0, "localhost", eval_port)]) as tunnel:
             assert set(tunnel.ports) == {waa_port, eval_port}

@@ -309,7 +309,7 @@ def test_a_server_that_is_down_makes_the_item_an_error(run, pytester):
 def fake_server():
     from pytest_agentbench.testing import FakeWAAServer, serve_notepad_gold
 
-    with FakeWAAServer() as server:
+    with FakeWAAServer(evaluate=True) as server:
         # The notepad task's gold file, served offline (the fake server would otherwise fetch it).
         serve_notepad_gold(server, json.loads((EXAMPLES / "notepad" / f"{NOTEPAD}.json").read_text()))
         yield server

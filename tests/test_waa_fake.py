@@ -1,9 +1,12 @@
-"""The fake WAA server: reply formats, the simulated desktop, and tasks solved end to end."""
+"""The fake WAA server: reply formats and error conventions (as the real server's, pinned in
+``test_waa_real_server.py``), the simulated desktop, and tasks solved end to end through its opt-in
+evaluate endpoint."""
 
 from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import httpx
@@ -26,7 +29,7 @@ def load(path: Path) -> dict:
 
 @pytest.fixture
 def fake():
-    with FakeWAAServer() as server:
+    with FakeWAAServer(evaluate=True) as server:
         yield server
 
 
@@ -69,7 +72,9 @@ def test_notepad_task_solved_end_to_end(fake, client, notepad_task):
         obs = client.observe()
     assert obs.window_title == "draft.txt - Notepad"
     assert obs.screenshot != first.screenshot
-    edit = obs.accessibility_tree["children"][0]["children"][0]
+    window = obs.accessibility_tree["children"][0]
+    assert window["tag"] == "notepad" and window["attrs"]["st:active"] == "true"
+    edit = window["children"][0]
     assert edit["attrs"]["val:value"] == "This is a draft."
     assert fake.fs[DRAFT] == b"This is a draft."
     verdict = client.evaluate(notepad_task, Action(type="done"))
@@ -138,30 +143,43 @@ def test_reply_formats(fake):
     r = httpx.post(base + "/setup/close_all", json={})
     assert r.status_code == 200 and r.text == "All windows closed successfully."
     r = httpx.post(base + "/setup/launch", json={"command": ["notepad.exe"], "shell": False})
-    assert r.text == "notepad.exe launched successfully" and fake.windows[-1]["title"] == "Untitled - Notepad"
-    assert httpx.post(base + "/setup/open_file", json={"path": "C:\\nope.txt"}).status_code == 404
-    assert httpx.post(base + "/setup/activate_window", json={"window_name": "Paint"}).status_code == 404
-    assert httpx.get(base + "/accessibility", params={"backend": "bogus"}).status_code == 400
+    assert r.text == "['notepad.exe'] launched successfully" and fake.windows[-1]["title"] == "Untitled - Notepad"
+    r = httpx.post(base + "/setup/open_file", json={"path": "C:\\nope.txt"})
+    assert (r.status_code, r.text) == (404, "File not found: C:\\nope.txt")
+    r = httpx.post(base + "/setup/activate_window", json={"window_name": "Paint"})
+    assert (r.status_code, r.text) == (404, "Window Paint not found (empty results)")
+    r = httpx.get(base + "/accessibility", params={"backend": "bogus"})
+    assert (r.status_code, r.text) == (400, "Invalid backend specified")
     assert "AT" in httpx.get(base + "/accessibility", params={"backend": "uia"}).json()
     # /file takes a form field and returns bytes, or 404 JSON.
     r = httpx.post(base + "/file", data={"file_path": DRAFT})
     assert r.status_code == 404 and r.json() == {"error": "File not found"}
     assert httpx.post(base + "/file", data={}).status_code == 400
     fake.write_file(DRAFT, "hi")
-    assert httpx.post(base + "/file", data={"file_path": DRAFT.replace("\\", "/").lower()}).content == b"hi"
+    r = httpx.post(base + "/file", data={"file_path": DRAFT.replace("\\", "/").lower()})
+    assert r.content == b"hi" and r.headers["content-type"] == "text/plain; charset=utf-8"
+    assert r.headers["content-disposition"] == "attachment; filename=draft.txt"
     # /setup/upload is multipart; missing fields give 400 JSON.
     r = httpx.post(base + "/setup/upload", data={"file_path": "C:\\Users\\Docker\\Downloads\\a.bin"},
                    files={"file_data": ("a.bin", b"\x00\x01")})
     assert r.text == "File Uploaded" and fake.read_file("C:\\Users\\Docker\\Downloads\\a.bin") == b"\x00\x01"
     assert httpx.post(base + "/setup/upload", data={"file_path": "x"}).status_code == 400
-    assert httpx.post(base + "/setup/clear_task_files", json={}).status_code == 200
+    r = httpx.post(base + "/setup/clear_task_files", json={})
+    assert (r.status_code, r.text) == (
+        200, "All task files (['C:\\\\Users\\\\Docker\\\\Downloads\\\\a.bin']) cleared successfully from "
+             "'C:\\\\Users\\\\Docker\\\\Downloads'.")
     assert fake.read_file("C:\\Users\\Docker\\Downloads\\a.bin") is None
+    r = httpx.post(base + "/setup/clear_task_files", json={})
+    assert r.text == "No task files to clear from 'C:\\\\Users\\\\Docker\\\\Downloads'."
     r = httpx.post(base + "/execute", json={"command": ["python", "-c", "import pyautogui; print(pyautogui.position())"],
                                             "shell": False})
     assert r.json() == {"status": "success", "output": "Point(x=640, y=360)\n", "error": "", "returncode": 0}
     assert httpx.post(base + "/screen_size").json() == {"width": 1280, "height": 720}
-    assert httpx.post(base + "/setup/create_folder", json={"path": "C:\\work\\x"}).json()["status"] == "success"
+    r = httpx.post(base + "/setup/create_folder", json={"path": "C:\\work\\x"})
+    assert r.json() == {"status": "success", "message": "C:\\work\\x created."}
     assert fake.folder_exists("c:/work")
+    r = httpx.post(base + "/setup/create_folder", json={"path": "C:\\work\\x"})
+    assert r.json() == {"status": "success", "message": "C:\\work\\x already exists."}
 
 
 def test_setup_steps_against_fake(fake, client):
@@ -210,3 +228,122 @@ def test_latency_is_added_per_call():
             assert client.probe()
         assert time.monotonic() - start >= 0.15
         assert len(fake.requests) == 3
+
+
+# ---------------------------------------------------------------- the real server's conventions
+# (pinned against upstream's server in test_waa_real_server.py and compared in test_waa_fake_vs_real.py)
+NOT_FOUND = ("404 Not Found: The requested URL was not found on the server. If you entered the URL manually "
+             "please check your spelling and try again.")
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/nowhere"), ("POST", "/evaluate"), ("PUT", "/probe/x")])
+def test_unknown_routes_are_500_json_404(method, path):
+    with FakeWAAServer() as plain:
+        r = httpx.request(method, plain.url + path, json={})
+        assert r.status_code == 500 and r.json() == {"status": "error", "message": NOT_FOUND}
+        with pytest.raises(RuntimeError, match="evaluate=True"):
+            plain.evaluate_url
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/execute"), ("POST", "/probe"), ("DELETE", "/file")])
+def test_wrong_methods_are_500_json_405(fake, method, path):
+    r = httpx.request(method, fake.url + path)
+    assert r.status_code == 500
+    assert r.json() == {"status": "error", "message": "405 Method Not Allowed: The method is not allowed for the requested URL."}
+
+
+def test_json_routes_reject_other_bodies(fake):
+    r = httpx.post(fake.url + "/setup/launch", data={"command": "notepad"})
+    assert r.status_code == 500 and r.json()["message"].startswith("415 Unsupported Media Type: ")
+    r = httpx.post(fake.url + "/execute", content=b"{nope", headers={"Content-Type": "application/json"})
+    assert r.status_code == 500 and r.json()["message"] == (
+        "400 Bad Request: Failed to decode JSON object: Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1)")
+    assert fake.windows == []
+
+
+@pytest.mark.parametrize("endpoint", ["/execute", "/setup/execute"])
+def test_a_missing_program_is_500_without_a_shell_and_cmds_error_with_one(fake, endpoint):
+    r = httpx.post(fake.url + endpoint, json={"command": ["no-such-program"], "shell": False})
+    assert r.status_code == 500
+    assert r.json() == {"status": "error", "message": "[WinError 2] The system cannot find the file specified"}
+    r = httpx.post(fake.url + endpoint, json={"command": "no-such-program --x", "shell": True})
+    assert r.status_code == 200
+    assert r.json() == {"status": "success", "output": "", "returncode": 1, "error": (
+        "'no-such-program' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n")}
+    # Programs the machine has still run: echo through the shell prints, notepad opens its window.
+    assert httpx.post(fake.url + endpoint, json={"command": "echo hi", "shell": True}).json()["output"] == "hi\r\n"
+    assert httpx.post(fake.url + endpoint, json={"command": ["notepad.exe"]}).json()["returncode"] == 0
+    assert fake.windows[-1]["title"] == "Untitled - Notepad"
+    assert fake.commands == [["no-such-program"], "no-such-program --x", "echo hi", ["notepad.exe"]]
+
+
+def test_python_needs_its_imports(client):
+    result = client.run_command(["python", "-c", "pyautogui.press('a')"])
+    assert result["returncode"] == 1 and "name 'pyautogui' is not defined" in result["error"]
+    assert client.run_command(["python", "-c", "import pyautogui; pyautogui.press('a')"])["returncode"] == 0
+
+
+def test_launch_is_200_for_any_program_and_opens_only_known_ones(fake):
+    r = httpx.post(fake.url + "/setup/launch", json={"command": ["no-such-program"], "shell": False})
+    assert (r.status_code, r.text) == (200, "['no-such-program'] launched successfully")
+    r = httpx.post(fake.url + "/setup/launch", json={"command": "code C:\\proj", "shell": True})
+    assert (r.status_code, r.text) == (200, "code C:\\proj launched successfully")
+    assert [w["title"] for w in fake.windows] == ["Visual Studio Code"]
+
+
+def test_upload_into_a_missing_folder_is_500_and_creates_nothing(fake):
+    target = "C:\\Users\\Docker\\nowhere\\x.txt"
+    r = httpx.post(fake.url + "/setup/upload", data={"file_path": target}, files={"file_data": ("x.txt", b"x")})
+    assert r.status_code == 500
+    assert r.json() == {"status": "error", "message": f"[Errno 2] No such file or directory: {target!r}"}
+    assert not fake.folder_exists("C:\\Users\\Docker\\nowhere") and fake.read_file(target) is None
+
+
+def test_the_tree_is_windows_shaped(fake):
+    fake._launch(["explorer", "C:\\Users\\Docker\\Documents"])
+    fake._notepad()
+    xml = httpx.get(fake.url + "/accessibility", params={"backend": "uia"}).json()["AT"]
+    assert "focused" not in xml
+    root = ET.fromstring(xml)
+    st = "{uri:deskat:state.at-spi.gnome.org}"
+    assert root.tag == "desktop" and root.attrib == {}
+    assert [(w.tag, w.get("name"), w.get(st + "active")) for w in root] == [
+        ("cabinetwclass", "Documents", "false"), ("notepad", "Untitled - Notepad", "true")]
+    fake._hotkey(["win", "r"])
+    root = ET.fromstring(httpx.get(fake.url + "/accessibility").json()["AT"])
+    assert [(w.tag, w.get(st + "active")) for w in root][-1] == ("tag-32770", "true")
+
+
+def test_getters_have_upstreams_reply_shapes(fake):
+    base = fake.url
+    fake.make_folder("C:\\Users\\Docker\\Documents\\sub")
+    fake.write_file("C:\\Users\\Docker\\Documents\\sub\\a.txt", "a")
+    fake.write_file("C:\\Users\\Docker\\Documents\\b.txt", "b")
+    r = httpx.post(base + "/list_directory", json={"path": "C:\\Users\\Docker\\Documents"})
+    assert r.json() == {"directory_tree": {"type": "directory", "name": "Documents", "children": [
+        {"type": "directory", "name": "sub", "children": [{"type": "file", "name": "a.txt"}]},
+        {"type": "file", "name": "b.txt"}]}}
+    r = httpx.post(base + "/list_directory", json={"path": "C:\\Users\\Docker\\Documents\\b.txt"})
+    assert (r.status_code, r.json()) == (400, {"error": "The provided path is not a directory"})
+    r = httpx.post(base + "/list_directory", json={})
+    assert (r.status_code, r.json()) == (400, {"error": "Missing 'path' parameter"})
+    assert httpx.post(base + "/desktop_path").json() == {"desktop_path": "C:\\Users\\Docker\\Desktop"}
+    assert httpx.post(base + "/documents_path").json() == {"documents_path": "C:\\Users\\Docker\\Documents"}
+    r = httpx.get(base + "/platform")
+    assert (r.text, r.headers["content-type"]) == ("Windows", "text/html; charset=utf-8")
+    r = httpx.post(base + "/wallpaper")
+    assert (r.status_code, r.json()) == (500, {"status": "error", "message": "404 Not Found: Wallpaper file not found"})
+    r = httpx.post(base + "/file_exists", json={"path": "C:\\Users\\Docker\\Documents", "file_name": "b.txt"})
+    assert (r.status_code, r.json()["status"]) == (200, "success")
+    r = httpx.post(base + "/folder_exists", json={"path": "C:\\Users\\Docker\\Documents", "folder_name": "nope"})
+    assert (r.status_code, r.json()) == (400, {"status": "error", "message": "Folder nope does not exist in C:\\Users\\Docker\\Documents."})
+
+
+def test_execute_windows_runs_the_pyautogui_subset(fake):
+    url = fake.url + "/execute_windows"
+    r = httpx.post(url, json={"command": "import pyautogui; pyautogui.hotkey('win', 'r')"})
+    assert (r.status_code, r.json()) == (200, {"status": "success"})
+    assert fake.windows[-1]["title"] == "Run"
+    r = httpx.post(url, json={"command": "computer.mouse.move(1, 2)"})
+    assert r.status_code == 500 and r.json()["status"] == "error"

@@ -19,7 +19,7 @@ def hosts():
     from pytest_agentbench.testing import FakeWAAServer, serve_notepad_gold
 
     task = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD}.json").read_text())
-    servers = [FakeWAAServer(), FakeWAAServer()]
+    servers = [FakeWAAServer(evaluate=True), FakeWAAServer(evaluate=True)]
     for server in servers:
         server.start()
         serve_notepad_gold(server, task)

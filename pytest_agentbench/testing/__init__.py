@@ -1,9 +1,9 @@
 """Test helpers shipped with the package, so users can try agents offline.
 
 ``FakeWAAServer`` is a WAA-compatible fake server (see ``pytest_agentbench.testing.waa_server`` for
-what it simulates). ``NOTEPAD_TASK``, ``NOTEPAD_SOLUTION`` and ``serve_notepad_gold`` make the WAA
-notepad task solvable against it end to end: the task's gold file would otherwise be fetched from
-the network.
+what it models and what it does not). ``NOTEPAD_TASK``, ``NOTEPAD_SOLUTION`` and
+``serve_notepad_gold`` make the WAA notepad task solvable against ``FakeWAAServer(evaluate=True)`` end
+to end: the task's gold file would otherwise be fetched from the network.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ NOTEPAD_SOLUTION: list[dict[str, Any]] = [
 
 
 def serve_notepad_gold(server: FakeWAAServer, task: dict[str, Any]) -> None:
-    """Serve the notepad task's gold file from ``server`` (``task`` is the task's JSON)."""
+    """Serve the notepad task's gold file from ``server``'s evaluate endpoint (``task`` is the task's JSON)."""
     gold = task["evaluator"]["expected"][1]
     if gold.get("type") != "cloud_file":
         raise ValueError(f"expected the notepad task's gold to be a cloud_file, got {gold.get('type')!r}")
