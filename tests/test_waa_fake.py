@@ -297,6 +297,9 @@ def test_upload_into_a_missing_folder_is_500_and_creates_nothing(fake):
     assert r.status_code == 500
     assert r.json() == {"status": "error", "message": f"[Errno 2] No such file or directory: {target!r}"}
     assert not fake.folder_exists("C:\\Users\\Docker\\nowhere") and fake.read_file(target) is None
+    # The message names the path as given, with ~ expanded and the slashes left alone.
+    r = httpx.post(fake.url + "/setup/upload", data={"file_path": "~/nowhere/x.txt"}, files={"file_data": ("x", b"x")})
+    assert r.json()["message"] == "[Errno 2] No such file or directory: 'C:\\\\Users\\\\Docker/nowhere/x.txt'"
 
 
 def test_the_tree_is_windows_shaped(fake):

@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from .desktop import DESKTOP, DOCUMENTS, DOWNLOADS, MissingProgram, NotSimulated, winpath
+from .desktop import DESKTOP, DOCUMENTS, DOWNLOADS, MissingProgram, NotSimulated, expand, winpath
 
 if TYPE_CHECKING:
     from .server import FakeWAAServer
@@ -237,7 +237,8 @@ def upload(fake: FakeWAAServer, request: Request) -> Any:
     path = winpath(request.form["file_path"])
     if not fake.folder_exists(ntpath.dirname(path)):
         # Flask's FileStorage.save() opens the path for writing; it never creates folders.
-        return 500, {"status": "error", "message": f"[Errno 2] No such file or directory: {path!r}"}
+        given = expand(request.form["file_path"])
+        return 500, {"status": "error", "message": f"[Errno 2] No such file or directory: {given!r}"}
     fake.write_file(path, request.form["file_data"])
     return text(200, "File Uploaded")
 
