@@ -46,9 +46,8 @@ LAUNCHER = Path(__file__).with_name("waa_server_launcher.py")
 SCREEN = (1280, 720)
 #: Bounds for the desktop's parts to come up; generous for a loaded 2-core machine.
 START_TIMEOUT = 60.0
+#: The user folders of the desktop's HOME; a reset empties them (tasks write and download there).
 DESKTOP_FOLDERS = ("Desktop", "Documents", "Downloads")
-#: Folders a reset empties (tasks write and download there).
-RESET_FOLDERS = ("Desktop", "Documents", "Downloads")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -114,6 +113,7 @@ class RealWAAServer:
     #: The server's stdout/stderr file.
     server_output: Path
     workdir: Path
+    #: Seconds from the first process to the server's first 200 on /probe.
     started_in: float = 0.0
     _infrastructure: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _apps: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -168,7 +168,7 @@ class RealWAAServer:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        for name in RESET_FOLDERS:
+        for name in DESKTOP_FOLDERS:
             folder = self.home / name
             if folder.is_dir():
                 for entry in folder.iterdir():
@@ -180,6 +180,7 @@ class RealWAAServer:
                 folder.mkdir(parents=True)
 
     def stop(self) -> None:
+        """Stop the programs, then the server and the desktop, newest first, each by process group."""
         for process in self._apps:
             _stop(process, grace=2.0)
         self._apps.clear()
