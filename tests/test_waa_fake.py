@@ -298,6 +298,9 @@ def test_upload_into_a_missing_folder_is_500_and_creates_nothing(fake):
     assert r.status_code == 500
     assert r.json() == {"status": "error", "message": f"[Errno 2] No such file or directory: {target!r}"}
     assert not fake.folder_exists("C:\\Users\\Docker\\nowhere") and fake.read_file(target) is None
+    # The message names the path as given, with ~ expanded and the slashes left alone.
+    r = httpx.post(fake.url + "/setup/upload", data={"file_path": "~/nowhere/x.txt"}, files={"file_data": ("x", b"x")})
+    assert r.json()["message"] == "[Errno 2] No such file or directory: 'C:\\\\Users\\\\Docker/nowhere/x.txt'"
 
 
 def test_the_tree_is_windows_shaped(fake):
@@ -347,3 +350,23 @@ def test_execute_windows_runs_the_pyautogui_subset(fake):
     assert fake.windows[-1]["title"] == "Run"
     r = httpx.post(url, json={"command": "computer.mouse.move(1, 2)"})
     assert r.status_code == 500 and r.json()["status"] == "error"
+
+
+def test_activate_and_close_window_follow_upstreams_windows_branch(fake):
+    base = fake.url
+    fake._notepad()
+    fake._launch(["explorer", "C:\\Users\\Docker\\Documents"])
+    # Without strict the window is found but nothing moves; with strict the match comes to the front.
+    r = httpx.post(base + "/setup/activate_window", json={"window_name": "untitled"})
+    assert (r.status_code, r.text) == (200, "Window activated successfully") and fake.windows[-1]["title"] == "Documents"
+    httpx.post(base + "/setup/activate_window", json={"window_name": "untitled", "strict": True})
+    assert fake.windows[-1]["title"] == "Untitled - Notepad"
+    r = httpx.post(base + "/setup/activate_window", json={"window_name": "Notepad", "by_class": True})
+    assert (r.status_code, r.text) == (500, "Get window by class name is currently not supported on Windows.")
+    assert httpx.post(base + "/setup/activate_window", json={}).text == "window_name required"
+    # close_window's strict never matches upstream (it compares a title with a window object).
+    r = httpx.post(base + "/setup/close_window", json={"window_name": "Documents", "strict": True})
+    assert (r.status_code, r.text) == (404, "Window Documents not found (strict mode).")
+    r = httpx.post(base + "/setup/close_window", json={"window_name": "documents"})
+    assert (r.status_code, r.text) == (200, "Window closed successfully.")
+    assert [w["title"] for w in fake.windows] == ["Untitled - Notepad"]

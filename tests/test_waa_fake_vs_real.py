@@ -130,6 +130,16 @@ def test_path_replies_match_up_to_the_machines_paths(sides) -> None:
         folder = side.path("Documents", "made")
         replies = [side.send("POST", "/setup/create_folder", json={"path": folder}) for _ in range(2)]
         assert [r.json()["message"] for r in replies] == [f"{folder} created.", f"{folder} already exists."]
+        made = side.path("Documents", "made", "note.txt")
+        reply = side.send("POST", "/setup/create_file", json={"path": made, "content": "n"})
+        assert (reply.status_code, reply.json()) == (200, {"status": "success", "message": f"{made} created."})
+        reply = side.send("POST", "/file_exists", json={"path": side.path("Documents", "made"), "file_name": "note.txt"})
+        assert (reply.status_code, reply.json()) == (
+            200, {"status": "success", "message": f"File note.txt exists in {side.path('Documents', 'made')}."})
+        reply = side.send("POST", "/setup/recycle", json={"path": made})
+        assert (reply.status_code, reply.json()) == (200, {"status": "success", "message": f"{made} recycled"})
+        reply = side.send("POST", "/setup/recycle", json={"path": made})
+        assert (reply.status_code, reply.json()) == (400, {"status": "error", "message": f"Failed to recycle {made}"})
         reply = side.send("POST", "/folder_exists", json={"path": side.path("Documents"), "folder_name": "nope"})
         assert (reply.status_code, reply.json()) == (
             400, {"status": "error", "message": f"Folder nope does not exist in {side.path('Documents')}."})

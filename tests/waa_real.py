@@ -6,6 +6,8 @@ tests can pin what it does. Per pytest(-xdist) worker, ``real_waa_server`` start
 * ``Xvfb`` on a free display (``-displayfd``), 1280x720x24, and ``openbox`` as window manager;
 * a private dbus session bus and ``at-spi-bus-launcher --launch-immediately``, so GTK programs
   register with AT-SPI and the server's Linux ``/accessibility`` branch (pyatspi) sees their windows;
+  their sockets live in a short ``/tmp/agentbench-waa-*`` folder (``XDG_RUNTIME_DIR``), since a unix
+  socket path is limited to 107 bytes;
 * a temporary ``HOME`` with ``Desktop/ Documents/ Downloads/`` and a ``.Xauthority`` with an entry for
   the display (python-xlib refuses to connect without the file and warns on stdout without the
   entry), ``XDG_SESSION_TYPE=x11`` (the server then screenshots with scrot);
@@ -33,6 +35,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,9 +49,8 @@ LAUNCHER = Path(__file__).with_name("waa_server_launcher.py")
 SCREEN = (1280, 720)
 #: Bounds for the desktop's parts to come up; generous for a loaded 2-core machine.
 START_TIMEOUT = 60.0
+#: The user folders of the desktop's HOME; a reset empties them (tasks write and download there).
 DESKTOP_FOLDERS = ("Desktop", "Documents", "Downloads")
-#: Folders a reset empties (tasks write and download there).
-RESET_FOLDERS = ("Desktop", "Documents", "Downloads")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -114,6 +116,9 @@ class RealWAAServer:
     #: The server's stdout/stderr file.
     server_output: Path
     workdir: Path
+    #: The short folder of the desktop's sockets (XDG_RUNTIME_DIR), removed at stop.
+    runtime: Path
+    #: Seconds from the first process to the server's first 200 on /probe.
     started_in: float = 0.0
     _infrastructure: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _apps: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -168,7 +173,7 @@ class RealWAAServer:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        for name in RESET_FOLDERS:
+        for name in DESKTOP_FOLDERS:
             folder = self.home / name
             if folder.is_dir():
                 for entry in folder.iterdir():
@@ -180,12 +185,14 @@ class RealWAAServer:
                 folder.mkdir(parents=True)
 
     def stop(self) -> None:
+        """Stop the programs, then the server and the desktop, newest first, each by process group."""
         for process in self._apps:
             _stop(process, grace=2.0)
         self._apps.clear()
         for process in reversed(self._infrastructure):
             _stop(process, grace=3.0)
         self._infrastructure.clear()
+        shutil.rmtree(self.runtime, ignore_errors=True)
 
 
 def _interop_paths() -> tuple[Path, str]:
@@ -239,12 +246,16 @@ def _spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[
         return subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _wait_until(what: str, check: Callable[[], bool], timeout: float, detail: Callable[[], str]) -> None:
-    """Poll ``check`` until it holds; else RuntimeError naming ``what`` with ``detail()`` (a log tail)."""
+def _wait_until(what: str, check: Callable[[], bool], timeout: float, detail: Callable[[], str],
+                watch: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll ``check`` until it holds; else RuntimeError naming ``what`` with ``detail()`` (a log tail),
+    at once if the ``watch``ed process has exited."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
+        if watch is not None and watch.poll() is not None:
+            raise RuntimeError(f"{what}: it exited with {watch.returncode}: {detail()}")
         time.sleep(0.1)
     raise RuntimeError(f"{what} within {timeout:g}s: {detail()}")
 
@@ -256,8 +267,9 @@ def start_real_server(workdir: Path) -> RealWAAServer:
     for name in DESKTOP_FOLDERS:
         (home / name).mkdir(parents=True, exist_ok=True)
     (home / ".Xauthority").touch()
-    runtime = workdir / "runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)
+    # Sockets (the session bus, AT-SPI's bus under XDG_RUNTIME_DIR) live in a short folder of their
+    # own: a unix socket path has at most 107 bytes, and pytest's temporary folders can be longer.
+    runtime = Path(tempfile.mkdtemp(prefix="agentbench-waa-", dir="/tmp" if os.path.isdir("/tmp") else None))
     started = time.monotonic()
     parts: list[subprocess.Popen[bytes]] = []
     try:
@@ -267,7 +279,7 @@ def start_real_server(workdir: Path) -> RealWAAServer:
         # command's stdout; Xvfb runs without -auth, so the cookie is not checked.
         subprocess.run(["xauth", "-f", str(home / ".Xauthority"), "add", display, ".", secrets.token_hex(16)],
                        check=True, capture_output=True, timeout=30)
-        bus = workdir / "session.bus"
+        bus = runtime / "session.bus"
         env = {
             key: value for key, value in os.environ.items()
             if key not in ("NO_AT_BRIDGE", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER")
@@ -279,14 +291,16 @@ def start_real_server(workdir: Path) -> RealWAAServer:
         )
         parts.append(_spawn(["dbus-daemon", "--session", "--nofork", f"--address=unix:path={bus}"], env,
                             workdir / "dbus.log"))
-        _wait_until("the session bus did not come up", bus.exists, START_TIMEOUT, lambda: _tail(workdir / "dbus.log"))
+        _wait_until("the session bus did not come up", bus.exists, START_TIMEOUT, lambda: _tail(workdir / "dbus.log"),
+                    watch=parts[-1])
         parts.append(_spawn(["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"], env, workdir / "at-spi.log"))
         parts.append(_spawn(["openbox"], env, workdir / "openbox.log"))
 
         def window_manager_up() -> bool:
             return subprocess.run(["wmctrl", "-m"], env=env, capture_output=True, timeout=10).returncode == 0
 
-        _wait_until("openbox did not start", window_manager_up, START_TIMEOUT, lambda: _tail(workdir / "openbox.log"))
+        _wait_until("openbox did not start", window_manager_up, START_TIMEOUT, lambda: _tail(workdir / "openbox.log"),
+                    watch=parts[-1])
         port = _free_port()
         log = workdir / "requests.jsonl"
         server_env = dict(env, WAA_LOG=str(log), WAA_PATCH_CLEAR_TASK_FILES="1", PYTHONUNBUFFERED="1")
@@ -308,10 +322,11 @@ def start_real_server(workdir: Path) -> RealWAAServer:
     except BaseException:
         for process in reversed(parts):
             _stop(process)
+        shutil.rmtree(runtime, ignore_errors=True)
         raise
     return RealWAAServer(
         url=url, home=home, display=display, env=env, log=log, upstream=upstream, client_dir=upstream / "client",
-        python=python, server_output=output, workdir=workdir, started_in=time.monotonic() - started,
+        python=python, server_output=output, workdir=workdir, runtime=runtime, started_in=time.monotonic() - started,
         _infrastructure=parts,
     )
 

@@ -28,6 +28,10 @@ What it models as the real server behaves:
   Getters with upstream's reply shapes: ``/list_directory`` (``{"directory_tree": ...}``),
   ``/file_exists``, ``/folder_exists``, ``/desktop_path``, ``/documents_path``, ``/platform``
   (``Windows``), ``/screen_size``, ``/wallpaper`` (the machine has none: upstream's 404 abort, a 500).
+* **Windows setup steps**: ``/setup/activate_window`` and ``/setup/close_window`` as upstream's
+  Windows branch has them: a title-substring match in any case, topmost first; activation moves a
+  window to the front only with ``strict``; ``close_window`` with ``strict`` never matches; ``by_class``
+  is a 500.
 * **Accessibility tree** (``/accessibility``): Windows' shape, ``<desktop>`` holding one element per
   top-level window tagged by its lower-cased class name (``<notepad>``), the foreground window
   ``st:active="true"`` (never ``st:focused``), upstream's namespace URIs.
@@ -50,8 +54,9 @@ What it simulates, and how far:
 Not modelled: real applications other than Notepad, mouse-driven UI, Chrome/CDP, window geometry
 (every window fills the screen), the real tree's content (pywinauto's attributes beyond name,
 enabled, visible, active, position, size and Notepad's text), the real server waiting for a GUI
-program run through ``/execute`` (up to 120 s: the fake answers at once), ``activate_window``'s
-Windows quirks (it brings the match to the front), and HEAD/OPTIONS requests.
+program run through ``/execute`` (up to 120 s: the fake answers at once), the win32 backend's tree
+(both backends get the one tree), and HEAD/OPTIONS requests. The text of a missing program's
+error is Python's on Windows; it was not observed (the real tier runs on Linux).
 
 ``FakeWAAServer(evaluate=True)`` also serves ``POST /evaluate``, standing for the reference tool's
 separate evaluate server (see ``evaluate``): the real WAA server has no such route.

@@ -73,6 +73,13 @@ def winpath(path: str) -> str:
     return path if re.fullmatch(r"[A-Za-z]:\\", path) else path.rstrip("\\")
 
 
+def expand(path: str) -> str:
+    """``os.path.expandvars(os.path.expanduser(path))`` as on the machine: ``~`` and ``%USERPROFILE%``
+    expanded, the rest (slashes included) as given. The real server does this to upload paths."""
+    path = re.sub(r"%userprofile%", HOME.replace("\\", "\\\\"), str(path), flags=re.I)
+    return HOME + path[1:] if path.startswith("~") else path
+
+
 def program_name(word: str) -> str:
     """``C:\\Windows\\notepad.exe`` -> ``notepad``: how the fake names a program."""
     return ntpath.basename(str(word).strip('"')).lower().removesuffix(".exe")

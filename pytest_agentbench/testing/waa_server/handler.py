@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from .desktop import DESKTOP, DOCUMENTS, DOWNLOADS, MissingProgram, NotSimulated, winpath
+from .desktop import DESKTOP, DOCUMENTS, DOWNLOADS, MissingProgram, NotSimulated, expand, winpath
 
 if TYPE_CHECKING:
     from .server import FakeWAAServer
@@ -187,29 +187,46 @@ def open_file(fake: FakeWAAServer, request: Request) -> Any:
     return text(200, "File opened successfully")
 
 
+def _windows_with_title(fake: FakeWAAServer, name: str) -> list[dict[str, Any]]:
+    """pygetwindow's ``getWindowsWithTitle``: windows whose title contains ``name`` (any case), topmost first."""
+    return [w for w in reversed(fake.windows) if name.upper() in w["title"].upper()]
+
+
 @route("/setup/activate_window")
 def activate_window(fake: FakeWAAServer, request: Request) -> Any:
+    # Upstream's Windows branch: by_class is refused; a window is looked up by title substring; only
+    # with strict is the first match restored to the foreground (without, nothing moves).
     body = request.json_or_empty()
     name = body.get("window_name")
     if not name:
         return text(400, "window_name required")
-    window = fake._match_window(name, bool(body.get("strict")))
-    if window is None:
+    if body.get("by_class"):
+        return text(500, "Get window by class name is currently not supported on Windows.")
+    windows = _windows_with_title(fake, name)
+    if not windows:
         return text(404, f"Window {name} not found (empty results)")
-    fake.windows.remove(window)
-    fake.windows.append(window)
+    if body.get("strict"):
+        fake.windows.remove(windows[0])
+        fake.windows.append(windows[0])
     return text(200, "Window activated successfully")
 
 
 @route("/setup/close_window")
 def close_window(fake: FakeWAAServer, request: Request) -> Any:
+    # Upstream's Windows branch compares each window's title with the window itself under strict,
+    # so strict never matches; without strict the first match closes.
     body = request.json_or_empty()
     if "window_name" not in body:
         return text(400, "window_name required")
-    window = fake._match_window(body["window_name"], bool(body.get("strict")))
-    if window is None:
-        return text(404, f"Window {body['window_name']} not found (empty results)")
-    fake.windows.remove(window)
+    name = body["window_name"]
+    if body.get("by_class"):
+        return text(500, "Get window by class name is not supported on Windows currently.")
+    windows = _windows_with_title(fake, name)
+    if not windows:
+        return text(404, f"Window {name} not found (empty results)")
+    if body.get("strict"):
+        return text(404, f"Window {name} not found (strict mode).")
+    fake.windows.remove(windows[0])
     return text(200, "Window closed successfully.")
 
 
@@ -237,7 +254,8 @@ def upload(fake: FakeWAAServer, request: Request) -> Any:
     path = winpath(request.form["file_path"])
     if not fake.folder_exists(ntpath.dirname(path)):
         # Flask's FileStorage.save() opens the path for writing; it never creates folders.
-        return 500, {"status": "error", "message": f"[Errno 2] No such file or directory: {path!r}"}
+        given = expand(request.form["file_path"])
+        return 500, {"status": "error", "message": f"[Errno 2] No such file or directory: {given!r}"}
     fake.write_file(path, request.form["file_data"])
     return text(200, "File Uploaded")
 
