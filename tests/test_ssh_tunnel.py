@@ -265,17 +265,38 @@ def _lease(sshd, waa, tmp_path, *, host_key=None, ready_timeout=5.0):
 
 
 def test_vm_connection_tunnels_with_the_pools_fresh_login_key_and_pinned_host_key(sshd, waa, tmp_path):
+    import http.server
+    import threading
+
     from pytest_agentbench.infra.connect import VMConnection
 
-    connection = VMConnection(_lease(sshd, waa, tmp_path))
+    class DevTools(http.server.BaseHTTPRequestHandler):  # stands for Chrome's DevTools HTTP endpoint
+        def do_GET(self):
+            body = b'{"Browser": "Chrome/130"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    devtools = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DevTools)
+    threading.Thread(target=devtools.serve_forever, daemon=True).start()
+    lease = {**_lease(sshd, waa, tmp_path), "cdp_port": devtools.server_address[1]}
+    connection = VMConnection(lease)
     try:
         endpoints = connection.open()
         server, evaluate = endpoints["server_url"], endpoints["evaluate_url"]
         assert server.startswith("http://127.0.0.1:") and server != waa.url
         assert httpx.get(f"{server}/probe", timeout=5).status_code == 200
         assert httpx.get(f"{evaluate}/probe", timeout=5).status_code == 200
+        # Chrome's DevTools port is forwarded too (chrome tab steps talk to it).
+        assert httpx.get(f"{endpoints['cdp_url']}/json/version", timeout=5).json() == {"Browser": "Chrome/130"}
     finally:
         connection.close()
+        devtools.shutdown()
+        devtools.server_close()
     assert (tmp_path / "login_key").stat().st_mode & 0o777 == 0o600
 
 

@@ -70,3 +70,16 @@ def test_bad_pool_options_are_usage_errors(run_sub, project, extra, expected):
     result = run_sub(*project, "--waa-evaluate-url", "http://127.0.0.1:9", *extra)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
+
+
+def test_each_host_has_its_devtools_endpoint():
+    from pytest_agentbench.infra.connect import VMConnection
+    from pytest_agentbench.infra.pool import parse_hosts
+
+    (host,) = parse_hosts(["http://10.0.0.5:5000|http://10.0.0.5:5051"], cdp_port=9333)
+    assert host["cdp_url"] == "http://10.0.0.5:9333" and host["evaluate_url"] == "http://10.0.0.5:5051"
+    lease = {"vm": {"name": "vm1", "public_ip": "203.0.113.9"}, "connect": "direct", "waa_port": 5000,
+             "evaluate_port": 5051, "cdp_port": 9222}
+    assert VMConnection(lease).open() == {"server_url": "http://203.0.113.9:5000",
+                                          "evaluate_url": "http://203.0.113.9:5051",
+                                          "cdp_url": "http://203.0.113.9:9222"}
