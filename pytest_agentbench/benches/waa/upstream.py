@@ -40,6 +40,10 @@ from ...benchmark import EvaluationError, InfrastructureError
 from ...model import Criterion, Verdict
 
 WORKER = Path(__file__).with_name("upstream_worker.py")
+#: Runs the worker by path, so its folder (this package's modules) never lands on ``sys.path``
+#: ahead of upstream's; ``-P`` would do the same but needs Python 3.11, and upstream's own
+#: requirements pin packages for older Pythons.
+_LAUNCH = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 #: Where the client folder sits in a WindowsAgentArena checkout.
 CHECKOUT_CLIENT = Path("src") / "win-arena-container" / "client"
 #: Upstream has no overall bound on scoring; its slowest calls allow 300 s (the accessibility tree).
@@ -154,8 +158,8 @@ class UpstreamEvaluator:
             job_file = Path(tmp) / "job.json"
             out = Path(tmp) / "out.json"
             job_file.write_text(json.dumps({**job, "cache_dir": str(Path(tmp) / "cache")}), encoding="utf-8")
-            argv = [self.python, "-P", str(WORKER), "--client", str(self.client_dir), "--job", str(job_file),
-                    "--out", str(out)]
+            argv = [self.python, "-c", _LAUNCH, str(WORKER), "--client", str(self.client_dir), "--job",
+                    str(job_file), "--out", str(out)]
             stderr = self._spawn(argv, cwd=tmp)
             if not out.is_file():
                 raise InfrastructureError(f"upstream's evaluator ({self.python}) gave no result"

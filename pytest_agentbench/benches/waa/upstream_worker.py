@@ -26,7 +26,8 @@ What this script adds, around upstream's code and never inside it:
   a missing package, or an unknown metric or getter are reported as infrastructure problems, so the
   caller turns them into an error instead of a score. Upstream's own score is reported alongside.
 
-Protocol: ``python -P upstream_worker.py --client DIR --job JOB.json --out OUT.json``. ``JOB.json``
+Protocol: ``upstream_worker.py --client DIR --job JOB.json --out OUT.json`` (run by path through
+``runpy``, so that this folder is not on ``sys.path``). ``JOB.json``
 holds ``{"task", "last_action", "server_url", "cdp_url", "cache_dir"}`` to score, or ``{"setup":
 [steps], "server_url", "cdp_url", "cache_dir"}`` to run setup steps with upstream's
 ``SetupController`` (step types the harness does not implement); ``OUT.json`` is written
