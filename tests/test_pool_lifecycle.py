@@ -73,6 +73,24 @@ if os.environ.get("LIFECYCLE_SLOW_BOOT"):
 
     AWSProvider.wait_running = wait_running
 
+if os.environ.get("LIFECYCLE_SLOW_DELETE"):
+    # Deleting takes a while in a real cloud: the test's further signals land in it.
+    from pytest_agentbench.infra.providers.aws import AWSProvider
+
+    _destroy = AWSProvider.destroy
+
+    def destroy(self, vms):
+        marks = Path(os.environ["LIFECYCLE_MARKS"])
+        (marks / "deleting").write_text("x")
+        for _ in range(100):
+            if (marks / "signalled").exists():
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        return _destroy(self, vms)
+
+    AWSProvider.destroy = destroy
+
 
 def pytest_agentbench_vm_endpoints(vm, config):
     global _server
@@ -226,6 +244,35 @@ def _interrupt(pytester, project, sig: int, *, group: bool, stage: str = "blocke
         os.kill(proc.pid, sig)
     out, _ = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+
+
+@pytest.mark.parametrize("signals", [(signal.SIGINT, signal.SIGTERM), (signal.SIGINT, signal.SIGINT, signal.SIGTERM)],
+                         ids=["sigint-then-sigterm", "ctrl-c-twice-then-sigterm"])
+def test_more_signals_during_deletion_do_not_stop_it(pytester, project, monkeypatch, signals):
+    """CI runners send SIGINT, then SIGTERM; people press Ctrl-C twice. Signals that arrive while
+    the VMs are being deleted are reported; the deletion finishes."""
+    monkeypatch.setenv("LIFECYCLE_SLOW_DELETE", "1")
+    marks = pytester.path / "marks"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *project, "-n", "2", *QUIET], cwd=pytester.path,
+                            env=dict(os.environ, LIFECYCLE_BLOCK="1"), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(marks.glob("blocked-*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert len(live_instances()) == 2
+    os.killpg(proc.pid, signals[0])
+    while not (marks / "deleting").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert (marks / "deleting").exists(), "the deletion never started"
+    for sig in signals[1:]:
+        os.kill(proc.pid, sig)
+        time.sleep(0.1)
+    (marks / "signalled").write_text("x")
+    out, _ = proc.communicate(timeout=90)
+    assert live_instances() == [] and run_groups() == [], out
+    assert "Traceback" not in out, out
+    assert f"got signal {int(signals[1])} while deleting the VMs" in out
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
 
 
 def test_ctrl_c_deletes_the_pool(pytester, project):
