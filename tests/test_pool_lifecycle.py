@@ -224,6 +224,9 @@ def test_worker_crash_gets_a_replacement_and_nothing_survives(run_sub, pytester,
     assert (pytester.path / "marks" / "crashed").exists()
     result.stdout.fnmatch_lines(["*worker*crashed*"])
     assert len(all_instances()) == 2 and live_instances() == [] and run_groups() == []
+    # the item the dead worker was playing is in the record, as the error pytest reports
+    counts = summary(pytester.path)["statuses"]
+    assert counts == {"error": 1, "passed": 3} and result.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def _interrupt(pytester, project, sig: int, *, group: bool, stage: str = "blocked") -> subprocess.CompletedProcess:

@@ -38,6 +38,9 @@ class RunController:
         self.setup_seconds: dict[str, float] = {}
         self.file_errors: list[str] = []
         self.inspect_log: Path | None = None
+        #: node ids with a record, so a later report (a teardown error) never adds a second one
+        self.recorded: set[str] = set()
+        self._tasks_by_nodeid: dict[str, dict[str, Any]] | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
@@ -60,16 +63,46 @@ class RunController:
         if report.when == "setup":
             # The episode plays during setup; the record's duration is setup plus call.
             self.setup_seconds[report.nodeid] = report.duration
-        payload = getattr(report, "agentbench", None)
-        if not payload or self.state.run_folder is None:
+        if self.state.run_folder is None:
             return
+        payload = getattr(report, "agentbench", None)
+        if not payload:
+            payload = self._crash_payload(report)
+            if not payload:
+                return
         if report.when == "call" or report.failed or report.skipped:
             record = dict(payload)
             record["status"] = status_of(report)
             setup = self.setup_seconds.pop(report.nodeid, 0.0) if report.when == "call" else 0.0
             record["duration"] = round(setup + report.duration, 6)
             self.records.append(record)
+            self.recorded.add(report.nodeid)
             self.state.run_folder.append_result(record)
+
+    def _crash_payload(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        """A record for a benchmark item whose process died under it (xdist reports the crash
+        itself, without the record the worker never sent): an infrastructure error, so the
+        summary counts it as the error pytest shows."""
+        if not report.failed or report.nodeid in self.recorded:
+            return None
+        if self._tasks_by_nodeid is None:
+            from ..collect import task_nodeid
+
+            manifest = self.state.manifest
+            self._tasks_by_nodeid = {task_nodeid(suite.name, task): task
+                                     for suite in (manifest.suites if manifest is not None else []) for task in suite.tasks}
+        task = self._tasks_by_nodeid.get(report.nodeid)
+        if task is None:
+            return None
+        from .artifacts import base_payload
+
+        message = " ".join(str(report.longrepr or "the process running this item died").split())[:500]
+        payload = base_payload(report.nodeid, task, self.state.settings.agent)
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
+        if worker:
+            payload["worker"] = worker
+        payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
+        return payload
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         folder = self.state.run_folder
