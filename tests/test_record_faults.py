@@ -45,3 +45,95 @@ def test_a_sigkilled_workers_item_is_recorded_as_an_error(run_sub, pytester, mon
     assert summary["statuses"] == {"error": 1, "passed": 4}
     assert summary["num_attempts"] == 5 and summary["num_infrastructure_failures"] == 1
     result.stdout.fnmatch_lines(["Errors:       1"])
+
+
+TORN_WRITES = """
+import errno, os
+
+_write = os.write
+_lines = []
+
+def torn_write(fd, data):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        target = ""
+    if target.endswith("results.jsonl"):
+        _lines.append(1)
+        if len(_lines) > 3:
+            _write(fd, data[: len(data) // 2])  # the disk takes half the line, then is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return _write(fd, data)
+
+os.write = torn_write
+"""
+
+
+def check_disk_full_run(result, results_dir: Path) -> Path:
+    assert result.ret != pytest.ExitCode.INTERNAL_ERROR, result.stdout.str()
+    out = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+    errors = [line for line in out.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "[Errno 28]" in errors[0], errors
+    (folder,) = [p for p in results_dir.iterdir() if p.is_dir()]
+    raw = (folder / "results.jsonl").read_bytes()
+    assert raw.endswith(b"\n")
+    rows = [json.loads(line) for line in raw.splitlines()]  # every line whole
+    assert rows and all(r["status"] == "passed" for r in rows)
+    return folder
+
+
+def test_a_full_disk_at_the_writer_stops_the_run_with_one_error_line(run_sub, pytester):
+    pytester.makeconftest(TORN_WRITES)
+    result = run_sub("--bench=mock", "--tasks", "20")
+    folder = check_disk_full_run(result, pytester.path / "benchmark_results")
+    assert len(results(folder)) == 3
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # stopped: later items had nowhere to go
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 400 KB tmpfs (root only, where mount works)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-limited tmpfs needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", f"tmpfs-{uuid.uuid4().hex[:6]}", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["single", "xdist"])
+def test_a_really_full_disk_keeps_every_complete_record_and_the_folder_is_a_baseline(run_sub, pytester, small_disk,
+                                                                                       xdist):
+    args = ["--bench=mock", "--tasks", "800", "--screenshots", "off", "--results-dir", str(small_disk),
+            "-p", "no:cacheprovider", *(["-n", "2"] if xdist else [])]
+    result = run_sub(*args)
+    folder = check_disk_full_run(result, small_disk)
+    kept = len(results(folder))
+    assert 0 < kept < 800
+    # The folder of a run the disk stopped is a valid --baseline.
+    again = run_sub("--bench=mock", "--tasks", "3", "--baseline", str(folder), "--run-name", "next")
+    assert again.ret == 0, again.stdout.str()
+
+
+def test_a_torn_last_line_is_tolerated_when_reading_a_run_folder(run_sub, pytester):
+    first = run_sub("--bench=mock", "--tasks", "3", "--agent", "noop", "--run-name", "old")
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    folder = pytester.path / "benchmark_results" / "old"
+    with (folder / "results.jsonl").open("a") as handle:
+        handle.write('{"benchmark":"mock","task_id":"mock_chrome_00')  # the write the disk cut short
+    again = run_sub("--bench=mock", "--tasks", "3", "--baseline", str(folder), "--run-name", "new")
+    assert again.ret == 0, again.stdout.str()
+    again.assert_outcomes(xfailed=0, xpassed=3)
+    # A malformed line in the middle is still an error that names the line.
+    lines = (folder / "results.jsonl").read_text().splitlines(keepends=True)
+    (folder / "results.jsonl").write_text(lines[0] + "{oops\n" + "".join(lines[1:]))
+    bad = run_sub("--bench=mock", "--tasks", "3", "--baseline", str(folder))
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["ERROR: --baseline: *results.jsonl line 2 is not JSON*"])

@@ -51,13 +51,17 @@ class RunController:
         settings = self.state.settings
         if config.option.collectonly or self.state.manifest is None or not self.state.manifest.suites:
             return  # nothing to play (only suite benchmarks, which keep their own records)
+        self._session = session
         name = settings.run_name or default_run_name(settings.benchmarks, settings.agent)
         try:
             folder = RunFolder.create(settings.results_dir, name)
         except (ValueError, OSError) as exc:
             raise pytest.UsageError(f"cannot create the run folder: {exc}") from None
         self.state.run_folder = folder
-        self.state.manifest.write(folder.manifest_path)
+        try:
+            self.state.manifest.write(folder.manifest_path)
+        except OSError as exc:
+            raise pytest.UsageError(f"cannot write {folder.manifest_path}: {_os_error(exc)}") from None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup":
@@ -77,7 +81,31 @@ class RunController:
             record["duration"] = round(setup + report.duration, 6)
             self.records.append(record)
             self.recorded.add(report.nodeid)
-            self.state.run_folder.append_result(record)
+            if self.write_error is None:
+                self._append(record)
+
+    def _append(self, record: dict[str, Any]) -> None:
+        """One results.jsonl line. When the disk refuses it (full, quota, I/O error) the run stops:
+        later items would spend time and money with nowhere to record them. The lines already
+        written stay whole (``RunFolder.append_result``), and the run ends with one ERROR: line."""
+        folder = self.state.run_folder
+        assert folder is not None
+        try:
+            folder.append_result(record)
+        except OSError as exc:
+            kept = len(self.records) - 1
+            self.write_error = (f"ERROR: could not write {folder.results_path}: {_os_error(exc)}; the run was stopped "
+                                f"and the {kept} complete record(s) before it are kept")
+            self._stop("the run record could not be written (see the ERROR line)")
+
+    def _stop(self, reason: str) -> None:
+        config = self.state.config
+        dsession = config.pluginmanager.get_plugin("dsession")
+        if dsession is not None:
+            dsession.shouldstop = reason
+        session = getattr(self, "_session", None)
+        if session is not None:
+            session.shouldstop = reason
 
     def _crash_payload(self, report: pytest.TestReport) -> dict[str, Any] | None:
         """A record for a benchmark item whose process died under it (xdist reports the crash
@@ -152,7 +180,7 @@ class RunController:
 
             write_viewer(folder.path)
         except OSError as exc:
-            self.write_error = f"ERROR: could not write the run summary in {folder.path}: {exc}"
+            self.write_error = self.write_error or f"ERROR: could not write the run summary in {folder.path}: {_os_error(exc)}"
         if settings.inspect_log is not None:
             from .inspect_log import write_inspect_log
 
@@ -161,7 +189,8 @@ class RunController:
                 self.inspect_log = write_inspect_log(settings.inspect_log, self.summary, self.records, folder.path,
                                                      status=status)
             except OSError as exc:
-                self.write_error = self.write_error or f"ERROR: could not write the Inspect log {settings.inspect_log}: {exc}"
+                self.write_error = self.write_error or (f"ERROR: could not write the Inspect log {settings.inspect_log}: "
+                                                        f"{_os_error(exc)}")
         if self.file_errors and not self.write_error:
             self.write_error = (f"ERROR: {len(self.file_errors)} task file(s) could not be written in {folder.path}; "
                                 f"first: {self.file_errors[0]}")
@@ -202,12 +231,18 @@ class RunController:
         self.state.config.hook.pytest_agentbench_terminal_summary(terminalreporter=tr, records=list(self.records))
         tr.write_line("")
         tr.write_line(f"Results saved to: {folder.path}")
-        tr.write_line(f"View them with:   {folder.viewer_path}")
+        if folder.viewer_path.exists():
+            tr.write_line(f"View them with:   {folder.viewer_path}")
         if self.inspect_log is not None:
             tr.write_line(f"Inspect log:      {self.inspect_log}")
         for message in (self.gate_message, self.write_error):
             if message:
                 tr.write_line(message, red=True, bold=True)
+
+
+def _os_error(exc: OSError) -> str:
+    """``[Errno 28] No space left on device`` without the file name the caller already gives."""
+    return f"[Errno {exc.errno}] {exc.strerror}" if exc.errno and exc.strerror else str(exc)
 
 
 def _count(values: Any) -> dict[str, int]:
