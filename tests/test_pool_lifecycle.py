@@ -116,6 +116,47 @@ def pytest_agentbench_vm_endpoints(vm, config):
 '''
 
 
+def address_echo(answer: str, status: int = 200) -> str:
+    """A loopback stand-in for the public-address echo service; returns its URL."""
+    import http.server
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = answer.encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.mark.parametrize("answer, status, expected", [
+    ("1.2.3.4\n", 200, None),
+    ("<html>captive portal</html>", 200, "did not answer with an IP address"),
+    ("10.1.2.3", 200, "which is not a public address"),
+    ("", 503, "could not learn this machine's public address"),
+])
+def test_ssh_ingress_defaults_to_the_callers_public_address(run_sub, pytester, project, monkeypatch, answer, status,
+                                                            expected):
+    monkeypatch.setenv("AGENTBENCH_ADDRESS_ECHO_URL", address_echo(answer, status))
+    args = [a for a in project if a not in ("--pool-ssh-cidr", "203.0.113.7/32")]
+    result = run_sub(*args, "-k", "t1", "-n", "1")
+    if expected is None:
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["agentbench pool: creating 1 VM(s), * SSH from 1.2.3.4/32 only)"])
+        return
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --pool-ssh-cidr: *{expected}*; give --pool-ssh-cidr *"])
+    assert all_instances() == []
+
+
 def ec2():
     import boto3
 
@@ -149,7 +190,8 @@ def project(pytester, aws_env, ami, monkeypatch):
     """Four notepad tasks, a scripted agent that solves them, and a cloud pool on moto."""
     pytester.makeconftest(CONFTEST)
     return [*lifecycle_project(pytester, monkeypatch),
-            "--pool", "aws", "--pool-image", ami, "--pool-poll-interval", "0", "--pool-ready-timeout", "20"]
+            "--pool", "aws", "--pool-image", ami, "--pool-poll-interval", "0", "--pool-ready-timeout", "20",
+            "--pool-ssh-cidr", "203.0.113.7/32"]
 
 
 def lifecycle_project(pytester, monkeypatch) -> list[str]:
@@ -367,9 +409,14 @@ def test_azure_run_creates_a_resource_group_per_run_and_deletes_it(pytester, mon
     pytester.makeconftest(AZURE_CONFTEST)
     # In process: the controller (which creates and deletes the VMs) shares the fake with this test;
     # the two xdist workers only reach their VMs through the endpoints hook.
+    # No --pool-ssh-cidr: the caller's public address is asked of the echo service (here on loopback).
+    monkeypatch.setenv("AGENTBENCH_ADDRESS_ECHO_URL", address_echo("1.2.3.4\n"))
     result = run(*args, "--pool", "azure", "--pool-image",
                  "Canonical:ubuntu-24_04-lts:server:latest", "--pool-poll-interval", "0", "-n", "2")
     result.assert_outcomes(passed=4)
+    (nsg,) = {c.path: c for c in arm.calls("PUT", "networkSecurityGroups")}.values()
+    (rule,) = nsg.body["properties"]["securityRules"]
+    assert rule["properties"]["sourceAddressPrefix"] == "1.2.3.4/32"
     created = arm.calls("PUT", "virtualMachines")
     assert len({c.path for c in created}) == 2
     assert arm.calls("DELETE", "resourceGroups"), "the run's resource group was never deleted"

@@ -148,7 +148,9 @@ class CloudPool:
         self.provider.prepare()
         start = len(self.vms)
         specs = [self.spec_for(start + i) for i in range(count)]
-        self.log(f"agentbench pool: creating {count} VM(s), {self.describe()} (run {self.options.run_id})")
+        cidr = getattr(self.provider, "ssh_cidr", None)
+        reach = f"; SSH from {cidr} only" if cidr else ""
+        self.log(f"agentbench pool: creating {count} VM(s), {self.describe()} (run {self.options.run_id}{reach})")
         self._executor = self._executor or ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, count),
                                                               thread_name_prefix="agentbench-pool")
         futures = [self._executor.submit(self._create_one, spec) for spec in specs]

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..values import url
+
 Lease = dict[str, Any]
 
 
@@ -27,8 +29,8 @@ def parse_hosts(entries: list[str]) -> list[Lease]:
             server, _, evaluate = entry.partition("|")
             if not server.startswith(("http://", "https://")):
                 raise ValueError(f"--pool-hosts entry {entry!r} must be a URL such as http://10.0.0.5:5000")
-            hosts.append({"name": f"host{len(hosts)}", "server_url": server.rstrip("/"),
-                          "evaluate_url": evaluate.rstrip("/") or None})
+            hosts.append({"name": f"host{len(hosts)}", "server_url": url("--pool-hosts entry", server),
+                          "evaluate_url": url("--pool-hosts evaluate URL", evaluate) if evaluate.strip() else None})
     return hosts
 
 
