@@ -380,6 +380,7 @@ CHECKED_SETTINGS = {
     "run_name": checked(values.run_name, "--run-name"),
     "waa_server": checked(values.url, "--waa-server"),
     "waa_evaluate_url": checked(values.url, "--waa-evaluate-url"),
+    "waa_ready_timeout": waa_ready_timeout,
     "agent_url": checked(values.url, "--agent-url"),
     "agent_timeout": checked(values.number, "--agent-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
                              unit="seconds"),

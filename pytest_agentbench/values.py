@@ -22,18 +22,18 @@ MAX_RUN_NAME = 100
 def number(flag: str, text: str, *, low: float, high: float, low_open: bool = False, zero: bool = False,
            unit: str = "") -> float:
     """A finite number in ``[low, high]`` (``(low, high]`` when ``low_open``; also 0 when ``zero``)."""
-    what = f" of {unit}" if unit else ""
     try:
         value = float(str(text).strip())
     except ValueError:
-        raise ValueError(f"{flag} must be a number{what}, got {text!r}") from None
+        raise ValueError(f"{flag} must be a number{f' of {unit}' if unit else ''}, got {text!r}") from None
     if zero and value == 0:
         return 0.0
     ok = math.isfinite(value) and (value > low if low_open else value >= low) and value <= high
     if not ok:
         lower = f"more than {low:g}" if low_open else f"at least {low:g}"
         zero_text = "0 or " if zero else ""
-        raise ValueError(f"{flag} must be {zero_text}{lower} and at most {high:g}{what}, got {text!r}")
+        raise ValueError(f"{flag} must be {zero_text}{lower} and at most {high:g}{f' {unit}' if unit else ''}, "
+                         f"got {text!r}")
     return value
 
 
