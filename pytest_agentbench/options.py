@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from . import values
-
 SCREENSHOT_MODES = ("off", "only-on-failure", "on")
 #: The most tasks one run takes (``--tasks``): every task is held in memory, in the manifest and
 #: in the summary, and no GUI benchmark has more.
@@ -46,12 +44,15 @@ def _positive_int(flag: str, maximum: int | None = None):  # type: ignore[no-unt
     return _whole_number(flag, 1, maximum=maximum)
 
 
-def checked(check, flag: str, **limits):  # type: ignore[no-untyped-def]
-    """An argparse type from a ``values`` check (``values.url``, ``values.port``...): the check's
-    one-line message becomes the usage error."""
+def checked(check: str, flag: str, **limits):  # type: ignore[no-untyped-def]
+    """An argparse type from the ``values`` check named ``check`` (``"url"``, ``"port"``...): the
+    check's one-line message becomes the usage error. ``values`` is imported on first use, so a
+    plain pytest run that gives none of these options never loads it."""
     def parse(text: str):  # type: ignore[no-untyped-def]
+        from . import values
+
         try:
-            return check(flag, text, **limits)
+            return getattr(values, check)(flag, text, **limits)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -82,7 +83,7 @@ def addoption(parser: pytest.Parser) -> None:
                     help="JSON file of actions per task id for --agent scripted.")
     group.addoption("--max-steps", type=_positive_int("--max-steps"), default=None, metavar="N",
                     help="step limit per task; beats the task's own limit.")
-    group.addoption("--run-name", type=checked(values.run_name, "--run-name"), default=None, metavar="NAME",
+    group.addoption("--run-name", type=checked("run_name", "--run-name"), default=None, metavar="NAME",
                     help="name of the run folder (made unique if it exists).")
     group.addoption("--results-dir", default=None, metavar="DIR",
                     help="where run folders go (default: benchmark_results).")
@@ -179,7 +180,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         agent_script=Path(script) if script else None,
         max_steps=max_steps,
         run_name=opt("run_name") or _ini_convert(config, "agentbench_run_name", "--run-name",
-                                                 checked(values.run_name, "--run-name")),
+                                                 checked("run_name", "--run-name")),
         results_dir=Path(results_dir),
         screenshots=screenshots,
         baseline=Path(baseline) if baseline else None,
@@ -291,7 +292,7 @@ def add_mockmed_options(parser: pytest.Parser) -> None:
 
 def waa_ready_timeout(text: str) -> float:
     """``--waa-ready-timeout``: a number of seconds from 0 to a day."""
-    return checked(values.number, "--waa-ready-timeout", low=0, high=MAX_WAIT_SECONDS, unit="seconds")(text)
+    return checked("number", "--waa-ready-timeout", low=0, high=MAX_WAIT_SECONDS, unit="seconds")(text)
 
 
 def add_waa_options(parser: pytest.Parser) -> None:
@@ -302,9 +303,9 @@ def add_waa_options(parser: pytest.Parser) -> None:
     group.addoption("--waa-index", default=None, metavar="all|small|PATH",
                     help="which tasks: all (test_all.json, default), small (test_small.json) or an index "
                          "file {domain: [id, ...]}.")
-    group.addoption("--waa-server", type=checked(values.url, "--waa-server"), default=None, metavar="URL",
+    group.addoption("--waa-server", type=checked("url", "--waa-server"), default=None, metavar="URL",
                     help="the WAA server (default: http://localhost:5001).")
-    group.addoption("--waa-evaluate-url", type=checked(values.url, "--waa-evaluate-url"), default=None, metavar="URL",
+    group.addoption("--waa-evaluate-url", type=checked("url", "--waa-evaluate-url"), default=None, metavar="URL",
                     help="the evaluate server that scores tasks (default: the --waa-server URL).")
     group.addoption("--waa-ready-timeout", type=waa_ready_timeout, default=None, metavar="SECONDS",
                     help="wait up to SECONDS for the WAA server before the first task (default: probe once).")
@@ -331,7 +332,7 @@ def add_agent_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench-agents", "agents, budgets and cost (pytest-agentbench)")
     group.addoption("--agent-model", default=None, metavar="MODEL",
                     help="api-claude: the Claude model (default: claude-sonnet-4-6).")
-    group.addoption("--agent-url", type=checked(values.url, "--agent-url"), default=None, metavar="URL",
+    group.addoption("--agent-url", type=checked("url", "--agent-url"), default=None, metavar="URL",
                     help="http: the agent server's base URL (POST /act, POST /reset, GET /health).")
     group.addoption("--agent-timeout", default=None, metavar="SECONDS",
                     help="api-claude / http: seconds per request before it counts as failed (default: 120 / 60).")
@@ -377,23 +378,23 @@ def money_setting(config: pytest.Config, name: str, flag: str) -> float | None:
 #: Types given to ``addoption`` check the command line as it is parsed; this table also covers the
 #: ini keys and the options read as plain strings by the code that uses them.
 CHECKED_SETTINGS = {
-    "run_name": checked(values.run_name, "--run-name"),
-    "waa_server": checked(values.url, "--waa-server"),
-    "waa_evaluate_url": checked(values.url, "--waa-evaluate-url"),
+    "run_name": checked("run_name", "--run-name"),
+    "waa_server": checked("url", "--waa-server"),
+    "waa_evaluate_url": checked("url", "--waa-evaluate-url"),
     "waa_ready_timeout": waa_ready_timeout,
-    "agent_url": checked(values.url, "--agent-url"),
-    "agent_timeout": checked(values.number, "--agent-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
+    "agent_url": checked("url", "--agent-url"),
+    "agent_timeout": checked("number", "--agent-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
                              unit="seconds"),
-    "pool_ssh_cidr": checked(values.cidr, "--pool-ssh-cidr"),
-    "aws_subnet": checked(values.aws_subnet, "--aws-subnet"),
-    "pool_ready_timeout": checked(values.number, "--pool-ready-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
+    "pool_ssh_cidr": checked("cidr", "--pool-ssh-cidr"),
+    "aws_subnet": checked("aws_subnet", "--aws-subnet"),
+    "pool_ready_timeout": checked("number", "--pool-ready-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
                                   unit="seconds"),
-    "pool_auto_shutdown_hours": checked(values.number, "--pool-auto-shutdown-hours", low=1 / 60, high=720.0, zero=True,
+    "pool_auto_shutdown_hours": checked("number", "--pool-auto-shutdown-hours", low=1 / 60, high=720.0, zero=True,
                                         unit="hours (0 = never; the least is one minute)"),
-    "pool_minutes_per_task": checked(values.number, "--pool-minutes-per-task", low=0, low_open=True, high=1440.0,
+    "pool_minutes_per_task": checked("number", "--pool-minutes-per-task", low=0, low_open=True, high=1440.0,
                                      unit="minutes"),
-    "pool_poll_interval": checked(values.number, "--pool-poll-interval", low=0, high=600.0, unit="seconds"),
-    "pool_hourly_usd": checked(values.number, "--pool-hourly-usd", low=0, high=10_000.0, unit="US dollars"),
+    "pool_poll_interval": checked("number", "--pool-poll-interval", low=0, high=600.0, unit="seconds"),
+    "pool_hourly_usd": checked("number", "--pool-hourly-usd", low=0, high=10_000.0, unit="US dollars"),
 }
 
 
@@ -440,16 +441,16 @@ def add_pool_options(parser: pytest.Parser) -> None:
     group.addoption("--pool-ssh-key", default=None, metavar="FILE",
                     help="cloud pool: a private key whose FILE.pub is installed on the VMs, or a .pub file whose "
                          "private key is in your SSH agent (default: a fresh key per run).")
-    group.addoption("--pool-ssh-cidr", type=checked(values.cidr, "--pool-ssh-cidr"), default=None, metavar="CIDR",
+    group.addoption("--pool-ssh-cidr", type=checked("cidr", "--pool-ssh-cidr"), default=None, metavar="CIDR",
                     help="cloud pool: who may reach port 22 of the VMs, e.g. 203.0.113.7/32 (default: this "
                          "machine's public address, asked of an address echo service; required when that fails).")
     group.addoption("--pool-connect", default=None, choices=("ssh", "direct"),
                     help="cloud pool: ssh = tunnel to the VM's WAA ports (default); direct = talk to the VM's address.")
     group.addoption("--pool-address", default=None, choices=("public", "private"),
                     help="cloud pool: which VM address to connect to (default: public).")
-    group.addoption("--pool-waa-port", type=checked(values.port, "--pool-waa-port"), default=5000, metavar="PORT",
+    group.addoption("--pool-waa-port", type=checked("port", "--pool-waa-port"), default=5000, metavar="PORT",
                     help="the WAA server's port on the VM (default: 5000).")
-    group.addoption("--pool-evaluate-port", type=checked(values.port, "--pool-evaluate-port"), default=5051, metavar="PORT",
+    group.addoption("--pool-evaluate-port", type=checked("port", "--pool-evaluate-port"), default=5051, metavar="PORT",
                     help="the evaluate server's port on the VM (default: 5051).")
     group.addoption("--pool-ready-timeout", default=None, metavar="SECONDS",
                     help="cloud pool: wait up to SECONDS per worker for SSH and WAA readiness (default: 1200).")
@@ -472,7 +473,7 @@ def add_pool_options(parser: pytest.Parser) -> None:
                     help="--agentbench-reap: only this run's resources.")
     group.addoption("--azure-subscription", default=None, metavar="ID",
                     help="azure pool: the subscription (default: AZURE_SUBSCRIPTION_ID).")
-    group.addoption("--aws-subnet", type=checked(values.aws_subnet, "--aws-subnet"), default=None, metavar="SUBNET_ID",
+    group.addoption("--aws-subnet", type=checked("aws_subnet", "--aws-subnet"), default=None, metavar="SUBNET_ID",
                     help="aws pool: launch in this subnet (default: the default VPC).")
     parser.addini("agentbench_pool", "as --pool", default="")
     parser.addini("agentbench_pool_hosts", "as --pool-hosts", type="args", default=[])
