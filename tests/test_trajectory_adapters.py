@@ -529,14 +529,17 @@ def test_a_zstd_bomb_is_refused_in_bounded_memory(zstd, tmp_path) -> None:
             handle.write(compressor.compress(spaces))
         handle.write(compressor.flush())
     assert bomb.stat().st_size < 100_000
+    # VmHWM (this process's peak resident memory): unlike ru_maxrss it does not carry over the
+    # peak of the process that started it (an xdist worker).
     probe = (
-        "import resource, sys\n"
+        "import re, sys\n"
         "from pytest_agentbench.trajectory.adapters import TraceFormatError, from_fixtura_trace\n"
         "try:\n"
         f"    from_fixtura_trace({str(bomb)!r})\n"
         "except TraceFormatError as exc:\n"
         "    print(exc)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n")
+        "status = open('/proc/self/status').read()\n"
+        "print(int(re.search(r'VmHWM:\\s+(\\d+) kB', status).group(1)) // 1024)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and len(done.stdout.strip().splitlines()) == 2, (done.stdout, done.stderr)
     message, peak_mb = done.stdout.strip().splitlines()
