@@ -15,6 +15,13 @@ TASK_KEY = pytest.StashKey[dict]()
 SUITE_KEY = pytest.StashKey[str]()
 
 
+def task_nodeid(suite: str, task: dict[str, Any]) -> str:
+    """The node id the collectors below give ``task`` of benchmark ``suite``. The controller
+    under xdist collects nothing, so it maps the node id of a crashed worker's item back to its
+    task with this."""
+    return f"bench/{suite}::{task.get('domain', 'default')}::{task['task_id']}"
+
+
 def run_task(episode: Any) -> None:
     """The function of every benchmark item. The episode ran in the ``episode`` fixture (so that
     infrastructure errors are setup errors); ``BenchItem.runtest`` turns its verdict into the

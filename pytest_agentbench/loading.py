@@ -24,6 +24,7 @@ def import_callable(module_name: str, attr: str, rootdir: str | None = None) -> 
         target: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
-    except Exception as exc:  # noqa: BLE001 - any import problem is reported with the spec
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import problem (a module calling sys.exit
+        # at import, too) is reported with the spec; KeyboardInterrupt still stops the run
         raise LoadError(f"{type(exc).__name__}: {exc}") from None
     return target

@@ -59,6 +59,36 @@ class Manifest:
         return sum(len(s.tasks) for s in self.suites)
 
 
+def _one_line(exc: Exception) -> str:
+    """A pydantic ValidationError's first problem (its own text spans several lines), or ``str(exc)``."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            message = " ".join(str(first.get("msg", exc)).removeprefix("Value error, ").split())
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            return message if not where or message.startswith(where) else f"{where}: {message}"
+        except (IndexError, TypeError, AttributeError):
+            pass
+    return " ".join(str(exc).split())
+
+
+def _check_task(benchmark: str, task: Any) -> None:
+    """Every task a benchmark lists is a Task whose id and domain may become node names (also
+    when a benchmark built it without validation)."""
+    from .model import Task
+    from .names import name_problem, shown
+
+    if not isinstance(task, Task):
+        raise pytest.UsageError(f"benchmark {benchmark!r} listed a {type(task).__name__}, not a Task; "
+                                "list_tasks must return pytest_agentbench.Task objects")
+    for field in ("task_id", "domain"):
+        value = getattr(task, field)
+        problem = name_problem(value)
+        if problem is not None:
+            raise pytest.UsageError(f"benchmark {benchmark!r}: {field} {shown(value)} {problem}")
+
+
 def _sort_key(task: dict[str, Any]) -> tuple[str, str]:
     return (task.get("domain", "default"), task["task_id"])
 
@@ -91,9 +121,10 @@ def resolve(
         except pytest.UsageError:
             raise
         except (ValueError, KeyError, OSError) as exc:
-            raise pytest.UsageError(f"benchmark {name!r} could not list its tasks: {exc}") from None
+            raise pytest.UsageError(f"benchmark {name!r} could not list its tasks: {_one_line(exc)}") from None
         by_id: dict[str, Any] = {}
         for task in tasks:
+            _check_task(name, task)
             if task.task_id in by_id:
                 raise pytest.UsageError(f"benchmark {name!r} has two tasks with id {task.task_id!r}; ids must be unique")
             by_id[task.task_id] = task

@@ -54,12 +54,15 @@ class Task(_Model):
     raw_config: dict[str, Any] = Field(default_factory=dict)
     evaluation_spec: dict[str, Any] | None = None
 
-    @field_validator("task_id")
+    @field_validator("task_id", "domain")
     @classmethod
-    def _no_brackets(cls, value: str) -> str:
-        # pytest 9.2 drops bracketed custom names from --lf (pytest#15045); ids become node names.
-        if "[" in value or "]" in value or "::" in value or any(c.isspace() for c in value):
-            raise ValueError(f"task_id {value!r} must not contain brackets, '::' or whitespace")
+    def _node_name(cls, value: str, info: Any) -> str:
+        # Ids and domains become node names, shown unescaped by some reports (see names.py).
+        from .names import name_problem, shown
+
+        problem = name_problem(value)
+        if problem is not None:
+            raise ValueError(f"{info.field_name} {shown(value)} {problem}")
         return value
 
 

@@ -15,10 +15,18 @@ from pathlib import Path
 import pytest
 
 SCREENSHOT_MODES = ("off", "only-on-failure", "on")
+#: The most tasks one run takes (``--tasks``): every task is held in memory, in the manifest and
+#: in the summary, and no GUI benchmark has more.
+MAX_TASKS = 100_000
+#: The most VMs one cloud pool creates (``--pool-workers``).
+MAX_POOL_WORKERS = 256
+#: The longest wait any timeout option accepts: one day.
+MAX_WAIT_SECONDS = 86_400.0
 
 
-def _whole_number(flag: str, minimum: int, note: str = ""):  # type: ignore[no-untyped-def]
-    """An argparse type for a whole number >= ``minimum``, with errors naming the flag and value."""
+def _whole_number(flag: str, minimum: int, note: str = "", maximum: int | None = None):  # type: ignore[no-untyped-def]
+    """An argparse type for a whole number >= ``minimum`` (and <= ``maximum``), with errors naming
+    the flag and value."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -26,13 +34,30 @@ def _whole_number(flag: str, minimum: int, note: str = ""):  # type: ignore[no-u
             raise argparse.ArgumentTypeError(f"{flag} must be a whole number >= {minimum}{note}, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{flag} must be >= {minimum}{note}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {maximum}{note}, got {value}")
         return value
 
     return parse
 
 
-def _positive_int(flag: str):  # type: ignore[no-untyped-def]
-    return _whole_number(flag, 1)
+def _positive_int(flag: str, maximum: int | None = None):  # type: ignore[no-untyped-def]
+    return _whole_number(flag, 1, maximum=maximum)
+
+
+def checked(check: str, flag: str, **limits):  # type: ignore[no-untyped-def]
+    """An argparse type from the ``values`` check named ``check`` (``"url"``, ``"port"``...): the
+    check's one-line message becomes the usage error. ``values`` is imported on first use, so a
+    plain pytest run that gives none of these options never loads it."""
+    def parse(text: str):  # type: ignore[no-untyped-def]
+        from . import values
+
+        try:
+            return getattr(values, check)(flag, text, **limits)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def _rate(text: str) -> float:
@@ -50,7 +75,7 @@ def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench", "agent benchmarks (pytest-agentbench)")
     group.addoption("--bench", action="append", default=None, metavar="NAME",
                     help="run the tasks of benchmark NAME as test items (repeatable).")
-    group.addoption("--tasks", type=_positive_int("--tasks"), default=None, metavar="N",
+    group.addoption("--tasks", type=_positive_int("--tasks", MAX_TASKS), default=None, metavar="N",
                     help="run at most N tasks per benchmark (mock: make N tasks).")
     group.addoption("--bench-task", action="append", default=None, metavar="ID",
                     help="run only the task with this exact id (repeatable); unknown ids are errors.")
@@ -59,7 +84,7 @@ def addoption(parser: pytest.Parser) -> None:
                     help="JSON file of actions per task id for --agent scripted.")
     group.addoption("--max-steps", type=_positive_int("--max-steps"), default=None, metavar="N",
                     help="step limit per task; beats the task's own limit.")
-    group.addoption("--run-name", default=None, metavar="NAME",
+    group.addoption("--run-name", type=checked("run_name", "--run-name"), default=None, metavar="NAME",
                     help="name of the run folder (made unique if it exists).")
     group.addoption("--results-dir", default=None, metavar="DIR",
                     help="where run folders go (default: benchmark_results).")
@@ -127,7 +152,8 @@ def _ini_convert(config: pytest.Config, key: str, flag: str, convert):  # type: 
 def settings_from_config(config: pytest.Config) -> Settings:
     opt = config.getoption
     ini = config.getini
-    tasks = opt("tasks") if opt("tasks") is not None else _ini_convert(config, "agentbench_tasks", "--tasks", _positive_int("--tasks"))
+    tasks = opt("tasks") if opt("tasks") is not None else _ini_convert(config, "agentbench_tasks", "--tasks",
+                                                                       _positive_int("--tasks", MAX_TASKS))
     max_steps = opt("max_steps") if opt("max_steps") is not None else _ini_convert(
         config, "agentbench_max_steps", "--max-steps", _positive_int("--max-steps"))
     min_success = opt("min_success") if opt("min_success") is not None else _ini_convert(
@@ -154,7 +180,8 @@ def settings_from_config(config: pytest.Config) -> Settings:
         agent=opt("agent") or str(ini("agentbench_agent")).strip() or "mock",
         agent_script=Path(script) if script else None,
         max_steps=max_steps,
-        run_name=opt("run_name") or str(ini("agentbench_run_name")).strip() or None,
+        run_name=opt("run_name") or _ini_convert(config, "agentbench_run_name", "--run-name",
+                                                 checked("run_name", "--run-name")),
         results_dir=Path(results_dir),
         screenshots=screenshots,
         baseline=Path(baseline) if baseline else None,
@@ -255,7 +282,7 @@ def add_mockmed_options(parser: pytest.Parser) -> None:
                     help="conditions to run: clean, theme, rename (default: all).")
     group.addoption("--mockmed-arm", action="append", default=None, metavar="LIST",
                     help="arms to run: compiled, by-position, by-name (default: all).")
-    group.addoption("--mockmed-runs", type=_positive_int("--mockmed-runs"), default=None, metavar="N",
+    group.addoption("--mockmed-runs", type=_positive_int("--mockmed-runs", 1000), default=None, metavar="N",
                     help="runs per condition and arm (default: 3).")
     group.addoption("--mockmed-driver", default=None, choices=("headless", "browser"),
                     help="headless (HTML to tree and pillow screenshot, default) or browser (Chromium via Playwright).")
@@ -265,14 +292,8 @@ def add_mockmed_options(parser: pytest.Parser) -> None:
 
 
 def waa_ready_timeout(text: str) -> float:
-    """``--waa-ready-timeout``: a finite number of seconds >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--waa-ready-timeout must be a number of seconds, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"--waa-ready-timeout must be a finite number of seconds >= 0, got {text!r}")
-    return value
+    """``--waa-ready-timeout``: a number of seconds from 0 to a day."""
+    return checked("number", "--waa-ready-timeout", low=0, high=MAX_WAIT_SECONDS, unit="seconds")(text)
 
 
 def parse_number(flag: str, text: object, *, positive: bool = False, unit: str = "seconds") -> float:
@@ -317,7 +338,7 @@ def add_waa_options(parser: pytest.Parser) -> None:
     group.addoption("--waa-index", default=None, metavar="all|small|PATH",
                     help="which tasks: all (test_all.json, default), small (test_small.json) or an index "
                          "file {domain: [id, ...]}.")
-    group.addoption("--waa-server", default=None, metavar="URL",
+    group.addoption("--waa-server", type=checked("url", "--waa-server"), default=None, metavar="URL",
                     help="the WAA server (default: http://localhost:5001).")
     group.addoption("--waa-upstream", default=None, metavar="DIR",
                     help="the WindowsAgentArena checkout (or its src/win-arena-container/client folder) whose "
@@ -325,10 +346,10 @@ def add_waa_options(parser: pytest.Parser) -> None:
     group.addoption("--waa-python", default=None, metavar="PY",
                     help="the Python that runs upstream's evaluator code (default: this one; it needs "
                          "pytest-agentbench[waa] or upstream's client requirements).")
-    group.addoption("--waa-evaluate-url", default=None, metavar="URL",
+    group.addoption("--waa-evaluate-url", type=checked("url", "--waa-evaluate-url"), default=None, metavar="URL",
                     help="score with your own evaluate server instead of upstream's code (the reference "
                          "tool's scoring; see the user guide for how it differs).")
-    group.addoption("--waa-cdp-url", default=None, metavar="URL",
+    group.addoption("--waa-cdp-url", type=checked("url", "--waa-cdp-url"), default=None, metavar="URL",
                     help="Chrome's DevTools endpoint for chrome tab steps (default: port 9222 on the "
                          "--waa-server host).")
     group.addoption("--waa-ready-timeout", type=waa_ready_timeout, default=None, metavar="SECONDS",
@@ -365,7 +386,7 @@ def add_agent_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench-agents", "agents, budgets and cost (pytest-agentbench)")
     group.addoption("--agent-model", default=None, metavar="MODEL",
                     help="api-claude: the Claude model (default: claude-sonnet-4-6).")
-    group.addoption("--agent-url", default=None, metavar="URL",
+    group.addoption("--agent-url", type=checked("url", "--agent-url"), default=None, metavar="URL",
                     help="http: the agent server's base URL (POST /act, POST /reset, GET /health).")
     group.addoption("--agent-timeout", default=None, metavar="SECONDS",
                     help="api-claude / http: seconds per request before it counts as failed (default: 120 / 60).")
@@ -407,6 +428,56 @@ def money_setting(config: pytest.Config, name: str, flag: str) -> float | None:
     return number
 
 
+#: Settings checked at configure time, from the command line or the ini key: dest -> argparse type.
+#: Types given to ``addoption`` check the command line as it is parsed; this table also covers the
+#: ini keys and the options read as plain strings by the code that uses them.
+CHECKED_SETTINGS = {
+    "run_name": checked("run_name", "--run-name"),
+    "waa_server": checked("url", "--waa-server"),
+    "waa_evaluate_url": checked("url", "--waa-evaluate-url"),
+    "waa_ready_timeout": waa_ready_timeout,
+    "waa_cdp_url": checked("url", "--waa-cdp-url"),
+    **{f"waa_{name.replace('-', '_')}": _number_type(f"--waa-{name}", positive=name.endswith("timeout"))
+       for name in WAA_SECONDS},
+    "waa_download_max_mb": _number_type("--waa-download-max-mb", positive=True, unit="megabytes"),
+    "agent_url": checked("url", "--agent-url"),
+    "agent_timeout": checked("number", "--agent-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
+                             unit="seconds"),
+    "pool_ssh_cidr": checked("cidr", "--pool-ssh-cidr"),
+    "aws_subnet": checked("aws_subnet", "--aws-subnet"),
+    "pool_ready_timeout": checked("number", "--pool-ready-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
+                                  unit="seconds"),
+    "pool_auto_shutdown_hours": checked("number", "--pool-auto-shutdown-hours", low=1 / 60, high=720.0, zero=True,
+                                        unit="hours (0 = never; the least is one minute)"),
+    "pool_minutes_per_task": checked("number", "--pool-minutes-per-task", low=0, low_open=True, high=1440.0,
+                                     unit="minutes"),
+    "pool_poll_interval": checked("number", "--pool-poll-interval", low=0, high=600.0, unit="seconds"),
+    "pool_hourly_usd": checked("number", "--pool-hourly-usd", low=0, high=10_000.0, unit="US dollars"),
+}
+
+
+def check_settings(config: pytest.Config) -> None:
+    """Every setting of ``CHECKED_SETTINGS`` (and the money options) that is given, checked now,
+    so a bad value is one usage line before anything starts, not an error when items run."""
+    for name, parse in CHECKED_SETTINGS.items():
+        given = config.getoption(name, None)
+        source = ""
+        if given in (None, ""):
+            try:
+                given = str(config.getini(f"agentbench_{name}")).strip() or None
+            except ValueError:  # no ini key of that name
+                given = None
+            source = f"ini agentbench_{name}: "
+        if given is None:
+            continue
+        try:
+            parse(str(given))
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"{source}{exc}") from None
+    money_setting(config, "max_cost_usd", "--max-cost-usd")
+    money_setting(config, "max_cost_usd_per_task", "--max-cost-usd-per-task")
+
+
 def add_pool_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench-pool", "machine pools for live benchmarks (pytest-agentbench)")
     group.addoption("--pool", default=None, choices=("static", "aws", "azure"),
@@ -415,7 +486,7 @@ def add_pool_options(parser: pytest.Parser) -> None:
     group.addoption("--pool-hosts", action="append", default=None, metavar="URLS",
                     help="static pool: WAA server URLs, comma-separated or repeated; URL|EVALUATE_URL to "
                          "give a separate evaluate server.")
-    group.addoption("--pool-workers", type=_positive_int("--pool-workers"), default=None, metavar="N",
+    group.addoption("--pool-workers", type=_positive_int("--pool-workers", MAX_POOL_WORKERS), default=None, metavar="N",
                     help="cloud pool: VMs to create (default: one per xdist worker, else one).")
     group.addoption("--pool-region", default=None, metavar="REGION",
                     help="cloud pool: region (default: aws us-east-1, azure eastus).")
@@ -428,22 +499,24 @@ def add_pool_options(parser: pytest.Parser) -> None:
     group.addoption("--pool-ssh-key", default=None, metavar="FILE",
                     help="cloud pool: a private key whose FILE.pub is installed on the VMs, or a .pub file whose "
                          "private key is in your SSH agent (default: a fresh key per run).")
-    group.addoption("--pool-ssh-cidr", default=None, metavar="CIDR",
-                    help="cloud pool: who may reach port 22 of the VMs (default: anywhere; keys only).")
+    group.addoption("--pool-ssh-cidr", type=checked("cidr", "--pool-ssh-cidr"), default=None, metavar="CIDR",
+                    help="cloud pool: who may reach port 22 of the VMs, e.g. 203.0.113.7/32 (default: this "
+                         "machine's public address, asked of an address echo service; required when that fails).")
     group.addoption("--pool-connect", default=None, choices=("ssh", "direct"),
                     help="cloud pool: ssh = tunnel to the VM's WAA ports (default); direct = talk to the VM's address.")
     group.addoption("--pool-address", default=None, choices=("public", "private"),
                     help="cloud pool: which VM address to connect to (default: public).")
-    group.addoption("--pool-waa-port", type=_positive_int("--pool-waa-port"), default=5000, metavar="PORT",
+    group.addoption("--pool-waa-port", type=checked("port", "--pool-waa-port"), default=5000, metavar="PORT",
                     help="the WAA server's port on the VM (default: 5000).")
-    group.addoption("--pool-evaluate-port", type=_positive_int("--pool-evaluate-port"), default=5051, metavar="PORT",
+    group.addoption("--pool-evaluate-port", type=checked("port", "--pool-evaluate-port"), default=5051, metavar="PORT",
                     help="the evaluate server's port on the VM, used with --waa-evaluate-url (default: 5051).")
-    group.addoption("--pool-cdp-port", type=_positive_int("--pool-cdp-port"), default=9222, metavar="PORT",
+    group.addoption("--pool-cdp-port", type=checked("port", "--pool-cdp-port"), default=9222, metavar="PORT",
                     help="Chrome's DevTools port on the VM, forwarded for chrome tab steps (default: 9222).")
     group.addoption("--pool-ready-timeout", default=None, metavar="SECONDS",
                     help="cloud pool: wait up to SECONDS per worker for SSH and WAA readiness (default: 1200).")
     group.addoption("--pool-auto-shutdown-hours", default=None, metavar="HOURS",
-                    help="cloud pool: VMs stop by themselves after HOURS even if this run dies (default: 4; 0 = never).")
+                    help="cloud pool: VMs stop by themselves after HOURS even if this run dies (default: 4; 0 = never; "
+                         "at least 1/60, one minute; at most 720).")
     group.addoption("--pool-hourly-usd", default=None, metavar="USD",
                     help="cloud pool: price per VM-hour for the cost (default: the list price of the size created).")
     group.addoption("--pool-poll-interval", default=None, metavar="SECONDS",
@@ -460,7 +533,7 @@ def add_pool_options(parser: pytest.Parser) -> None:
                     help="--agentbench-reap: only this run's resources.")
     group.addoption("--azure-subscription", default=None, metavar="ID",
                     help="azure pool: the subscription (default: AZURE_SUBSCRIPTION_ID).")
-    group.addoption("--aws-subnet", default=None, metavar="SUBNET_ID",
+    group.addoption("--aws-subnet", type=checked("aws_subnet", "--aws-subnet"), default=None, metavar="SUBNET_ID",
                     help="aws pool: launch in this subnet (default: the default VPC).")
     parser.addini("agentbench_pool", "as --pool", default="")
     parser.addini("agentbench_pool_hosts", "as --pool-hosts", type="args", default=[])

@@ -95,11 +95,13 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     options.check_trajectory_min(config)
+    options.check_settings(config)
     if options.audit_requested(config):
         _configure_audit(config)
     if not options.benchmarks_requested(config):
         _warn_unused_bench_options(config)
         return
+    _warn_unused_mockmed_options(config)
     from .session import STATE_KEY, AgentbenchPlugin, is_worker
 
     state = AgentbenchPlugin(config, options.settings_from_config(config))
@@ -123,11 +125,29 @@ def _warn_unused_bench_options(config: pytest.Config) -> None:
     """Options that only act on benchmark items do nothing without ``--bench``: say so once, rather
     than let ``pytest --pool aws`` look like it ran on a pool."""
     given = [flag for flag, dest in (("--pool", "pool"), ("--dry-run", "dry_run"), ("--max-cost-usd", "max_cost_usd"),
-                                     ("--max-cost-usd-per-task", "max_cost_usd_per_task"), ("--agent", "agent"))
+                                     ("--max-cost-usd-per-task", "max_cost_usd_per_task"), ("--agent", "agent"),
+                                     ("--tasks", "tasks"), ("--bench-task", "bench_task"), ("--min-success", "min_success"),
+                                     ("--screenshots", "screenshots"), ("--max-steps", "max_steps"),
+                                     ("--run-name", "run_name"), ("--baseline", "baseline"))
              if config.getoption(dest, None) not in (None, False, "")]
     if given and not hasattr(config, "workerinput"):
         config.issue_config_time_warning(pytest.PytestConfigWarning(
             f"{', '.join(given)} given without --bench: nothing uses it (name a benchmark with --bench NAME)"), stacklevel=2)
+
+
+MOCKMED_FLAGS = (("--mockmed-condition", "mockmed_condition"), ("--mockmed-arm", "mockmed_arm"),
+                 ("--mockmed-runs", "mockmed_runs"), ("--mockmed-driver", "mockmed_driver"),
+                 ("--mockmed-workflow", "mockmed_workflow"))
+
+
+def _warn_unused_mockmed_options(config: pytest.Config) -> None:
+    """MockMed's options do nothing for another benchmark: say so once."""
+    if "mockmed" in options.benchmarks_requested(config) or hasattr(config, "workerinput"):
+        return
+    given = [flag for flag, dest in MOCKMED_FLAGS if config.getoption(dest, None) not in (None, "")]
+    if given:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"{', '.join(given)} given, but --bench has no mockmed: nothing uses it"), stacklevel=2)
 
 
 def _configure_audit(config: pytest.Config) -> None:

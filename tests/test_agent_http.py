@@ -214,8 +214,8 @@ def trajectories(folder: Path) -> dict[str, dict[str, Any]]:
     ("down", "*--agent http: GET http://127.0.0.1:*/health failed: ConnectError*; start the agent server or fix --agent-url"),
     ("500", "*--agent http: GET http://127.0.0.1:*/health answered 500; start the agent server or fix --agent-url"),
     ("no-url", "*--agent http needs --agent-url URL*"),
-    ("ftp", "*--agent-url: 'ftp://host/' must be an http:// or https:// URL*"),
-    ("timeout", "*--agent-timeout must be a number of seconds > 0, got '0'"),
+    ("ftp", "*--agent-url must be an http:// or https:// URL*got 'ftp://host/'*"),
+    ("timeout", "*--agent-timeout must be more than 0 and at most 86400 seconds, got '0'"),
 ])
 def test_start_up_problems_are_one_line_usage_errors(run, server, how, expected):
     args = {

@@ -466,6 +466,7 @@ def pytest_agentbench_register_audit_adapters(registry):
 
 BAD_MODULES = {
     "audit_broken": 'raise ImportError("broken on purpose")\n',
+    "audit_exits": 'import sys\nsys.exit(3)\n',
     "audit_parts": '''
 class Boom:
     def __init__(self):
@@ -490,6 +491,18 @@ class Empty(Plain):
 class Brackets(Plain):
     def task_ids(self, split, limit):
         return ["a[1]"]
+
+class Numbers(Plain):
+    def task_ids(self, split, limit):
+        return [1, 2]
+
+class Markup(Plain):
+    def task_ids(self, split, limit):
+        return ["<img src=x onerror=alert(1)>"]
+
+class Exits(Plain):
+    def __init__(self):
+        raise SystemExit("no AppWorld here")
 ''',
 }
 
@@ -509,7 +522,12 @@ class Brackets(Plain):
     (["--audit-verifier=audit_parts:Plain", "--audit-tasks", "zzz"],
      "ERROR: --audit-tasks 'zzz': no such task in 'plain'*"),
     (["--audit-verifier=audit_parts:Empty"], "ERROR: audit adapter 'plain' has no tasks*"),
-    (["--audit-verifier=audit_parts:Brackets"], "ERROR: audit task id 'a[1]' must not contain brackets or '::'"),
+    (["--audit-verifier=audit_parts:Brackets"], "ERROR: audit task id 'a?1?' from 'plain' must not contain brackets, '::'*"),
+    (["--audit-verifier=audit_parts:Numbers"], "ERROR: audit task id 1 from 'plain' must be a string, not int"),
+    (["--audit-verifier=audit_parts:Markup"], "ERROR: audit task id '<img *' from 'plain' must not contain *markup*"),
+    (["--audit-verifier=audit_exits:Adapter"], "ERROR: cannot load audit adapter 'audit_exits:Adapter': SystemExit: 3"),
+    (["--audit-verifier=audit_parts:Exits"],
+     "ERROR: cannot construct audit adapter 'audit_parts:Exits': SystemExit: no AppWorld here"),
     (["--audit-verifier=toy", "--operators", "omit,nope"], "ERROR: unknown operator 'nope' in --operators*"),
     (["--audit-verifier=toy", "--audit-tasks", "split-bill,nosuch"],
      "ERROR: --audit-tasks 'nosuch': no such task in 'toy'*"),

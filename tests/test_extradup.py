@@ -296,12 +296,14 @@ def test_a_broken_reward_errors_only_its_own_items(project, run, name, message):
     ("nomod:fn", "*cannot load reward 'nomod:fn' in --reward: ModuleNotFoundError*"),
     ("mymod:missing", "*cannot load reward 'mymod:missing' in --reward: AttributeError*"),
     ("mymod:NOT_CALLABLE", "*reward 'mymod:NOT_CALLABLE' in --reward is not callable*"),
+    ("exits:fn", "*cannot load reward 'exits:fn' in --reward: SystemExit: 2*"),
 ])
 def test_a_bad_reward_reference_is_a_usage_error(project, run, spec, expected):
-    project.makepyfile(mymod=REWARDS + "\nNOT_CALLABLE = 3\n")
+    project.makepyfile(mymod=REWARDS + "\nNOT_CALLABLE = 3\n", exits="import sys\nsys.exit(2)\n")
     result = run("--bench=extradup", "--reward", spec)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stderr.str()
 
 
 @pytest.mark.parametrize("dist", [(), ("--dist", "each")])

@@ -57,7 +57,7 @@ def ami(ec2, moto_ami) -> str:
 
 
 def provider(run_id: str = "run-a", image: str | None = None, **kwargs):
-    extra = kwargs.pop("extra", {})
+    extra = {"ssh_cidr": "198.51.100.7/32", **kwargs.pop("extra", {})}
     kwargs.setdefault("poll_interval", 0)
     kwargs.setdefault("wait_timeout", 5)
     return make_provider("aws", ProviderConfig(run_id=run_id, image=image, extra=extra, **kwargs))
@@ -183,6 +183,22 @@ def test_check_unknown_or_malformed_image(aws_env, image):
 # ---------------------------------------------------------------------------------------- prepare
 
 
+def test_ssh_is_never_opened_without_a_block(aws_env, ec2):
+    prov = provider(extra={"ssh_cidr": None})
+    with pytest.raises(ProviderError) as excinfo:
+        prov.prepare()
+    assert "pass --pool-ssh-cidr" in error_line(excinfo)
+    for group in groups_named(ec2, "agentbench-run-a"):
+        assert group["IpPermissions"] == []
+
+
+def test_an_ipv6_block_opens_ssh_to_that_block_only(aws_env, ec2):
+    provider(extra={"ssh_cidr": "2001:db8::7/128"}).prepare()
+    (group,) = groups_named(ec2, "agentbench-run-a")
+    (rule,) = group["IpPermissions"]
+    assert [r["CidrIpv6"] for r in rule["Ipv6Ranges"]] == ["2001:db8::7/128"] and not rule.get("IpRanges")
+
+
 def test_prepare_is_idempotent_and_opens_only_ssh(aws_env, ec2):
     prov = provider(extra={"ssh_cidr": "203.0.113.0/24"})
     prov.prepare()
@@ -264,6 +280,10 @@ def test_full_cycle_create_wait_tag_destroy(aws_env, ec2, ami):
         behaviour = ec2.describe_instance_attribute(InstanceId=vm.resource_id,
                                                     Attribute="instanceInitiatedShutdownBehavior")
         assert behaviour["InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
+        # IMDSv2 only (the user data holds the host key), and an encrypted root volume
+        assert instance["MetadataOptions"]["HttpTokens"] == "required"
+        assert instance["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
+        assert volume["Encrypted"] is True
 
     assert prov.destroy(vms) == []
     assert live_instances(ec2) == []

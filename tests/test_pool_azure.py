@@ -48,7 +48,8 @@ def fake() -> FakeARM:
 
 def provider(fake: FakeARM, run_id: str = "run1", image: str | None = IMAGE, wait_timeout: float = 5.0,
              poll_interval: float = 0.0, **options: object) -> AzureProvider:
-    extra = {"subscription_id": SUBSCRIPTION, "credential": fake.credential(), "transport": fake.transport()}
+    extra = {"subscription_id": SUBSCRIPTION, "credential": fake.credential(), "transport": fake.transport(),
+             "ssh_cidr": "198.51.100.7/32"}
     extra.update(options.pop("extra", {}))  # type: ignore[call-overload]
     config = ProviderConfig(run_id=run_id, image=image, extra=extra, poll_interval=poll_interval,
                             wait_timeout=wait_timeout, **options)  # type: ignore[arg-type]
@@ -252,7 +253,7 @@ def test_full_cycle(fake):
     assert vnet["properties"]["subnets"] == [{"name": "default", "properties": {"addressPrefix": "10.42.0.0/24"}}]
     (rule,) = last_put(fake, "networkSecurityGroups")["properties"]["securityRules"]
     assert rule["properties"] == {"protocol": "Tcp", "sourcePortRange": "*", "destinationPortRange": "22",
-                                  "sourceAddressPrefix": "*", "destinationAddressPrefix": "*", "access": "Allow",
+                                  "sourceAddressPrefix": "198.51.100.7/32", "destinationAddressPrefix": "*", "access": "Allow",
                                   "priority": 1000, "direction": "Inbound"}
     for put in fake.calls("PUT"):
         assert put.body["tags"][RUN_TAG] == "run1", put.path

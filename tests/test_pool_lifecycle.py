@@ -29,7 +29,7 @@ pytest.importorskip("moto")
 EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
 
 CONFTEST = r'''
-import json, os, time
+import json, os, signal, time
 from pathlib import Path
 
 import pytest
@@ -73,6 +73,24 @@ if os.environ.get("LIFECYCLE_SLOW_BOOT"):
 
     AWSProvider.wait_running = wait_running
 
+if os.environ.get("LIFECYCLE_SLOW_DELETE"):
+    # Deleting takes a while in a real cloud: the test's further signals land in it.
+    from pytest_agentbench.infra.providers.aws import AWSProvider
+
+    _destroy = AWSProvider.destroy
+
+    def destroy(self, vms):
+        marks = Path(os.environ["LIFECYCLE_MARKS"])
+        (marks / "deleting").write_text("x")
+        for _ in range(100):
+            if (marks / "signalled").exists():
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        return _destroy(self, vms)
+
+    AWSProvider.destroy = destroy
+
 
 def pytest_agentbench_vm_endpoints(vm, config):
     global _server
@@ -82,7 +100,7 @@ def pytest_agentbench_vm_endpoints(vm, config):
     (marks / f"vm-{worker}-{os.getpid()}").write_text(json.dumps(vm))
     if os.environ.get("LIFECYCLE_CRASH") and worker == "gw0" and not (marks / "crashed").exists():
         (marks / "crashed").write_text("x")
-        os._exit(3)
+        os.kill(os.getpid(), signal.SIGKILL)  # the kernel kills it: nothing of it runs on
     if os.environ.get("LIFECYCLE_BLOCK"):
         (marks / f"blocked-{worker}").write_text("x")
         for _ in range(300):
@@ -96,6 +114,47 @@ def pytest_agentbench_vm_endpoints(vm, config):
         serve_notepad_gold(_server, json.loads(Path(os.environ["LIFECYCLE_TASK"]).read_text()))
     return {"server_url": _server.url, "evaluate_url": _server.evaluate_url}
 '''
+
+
+def address_echo(answer: str, status: int = 200) -> str:
+    """A loopback stand-in for the public-address echo service; returns its URL."""
+    import http.server
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = answer.encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.mark.parametrize("answer, status, expected", [
+    ("1.2.3.4\n", 200, None),
+    ("<html>captive portal</html>", 200, "did not answer with an IP address"),
+    ("10.1.2.3", 200, "which is not a public address"),
+    ("", 503, "could not learn this machine's public address"),
+])
+def test_ssh_ingress_defaults_to_the_callers_public_address(run_sub, pytester, project, monkeypatch, answer, status,
+                                                            expected):
+    monkeypatch.setenv("AGENTBENCH_ADDRESS_ECHO_URL", address_echo(answer, status))
+    args = [a for a in project if a not in ("--pool-ssh-cidr", "203.0.113.7/32")]
+    result = run_sub(*args, "-k", "t1", "-n", "1")
+    if expected is None:
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["agentbench pool: creating 1 VM(s), * SSH from 1.2.3.4/32 only)"])
+        return
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --pool-ssh-cidr: *{expected}*; give --pool-ssh-cidr *"])
+    assert all_instances() == []
 
 
 def ec2():
@@ -131,7 +190,8 @@ def project(pytester, aws_env, ami, monkeypatch):
     """Four notepad tasks, a scripted agent that solves them, and a cloud pool on moto."""
     pytester.makeconftest(CONFTEST)
     return [*lifecycle_project(pytester, monkeypatch),
-            "--pool", "aws", "--pool-image", ami, "--pool-poll-interval", "0", "--pool-ready-timeout", "20"]
+            "--pool", "aws", "--pool-image", ami, "--pool-poll-interval", "0", "--pool-ready-timeout", "20",
+            "--pool-ssh-cidr", "203.0.113.7/32"]
 
 
 def lifecycle_project(pytester, monkeypatch) -> list[str]:
@@ -207,6 +267,9 @@ def test_worker_crash_gets_a_replacement_and_nothing_survives(run_sub, pytester,
     assert (pytester.path / "marks" / "crashed").exists()
     result.stdout.fnmatch_lines(["*worker*crashed*"])
     assert len(all_instances()) == 2 and live_instances() == [] and run_groups() == []
+    # the item the dead worker was playing is in the record, as the error pytest reports
+    counts = summary(pytester.path)["statuses"]
+    assert counts == {"error": 1, "passed": 3} and result.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def _interrupt(pytester, project, sig: int, *, group: bool, stage: str = "blocked") -> subprocess.CompletedProcess:
@@ -227,6 +290,35 @@ def _interrupt(pytester, project, sig: int, *, group: bool, stage: str = "blocke
         os.kill(proc.pid, sig)
     out, _ = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+
+
+@pytest.mark.parametrize("signals", [(signal.SIGINT, signal.SIGTERM), (signal.SIGINT, signal.SIGINT, signal.SIGTERM)],
+                         ids=["sigint-then-sigterm", "ctrl-c-twice-then-sigterm"])
+def test_more_signals_during_deletion_do_not_stop_it(pytester, project, monkeypatch, signals):
+    """CI runners send SIGINT, then SIGTERM; people press Ctrl-C twice. Signals that arrive while
+    the VMs are being deleted are reported; the deletion finishes."""
+    monkeypatch.setenv("LIFECYCLE_SLOW_DELETE", "1")
+    marks = pytester.path / "marks"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *project, "-n", "2", *QUIET], cwd=pytester.path,
+                            env=dict(os.environ, LIFECYCLE_BLOCK="1"), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(marks.glob("blocked-*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert len(live_instances()) == 2
+    os.killpg(proc.pid, signals[0])
+    while not (marks / "deleting").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert (marks / "deleting").exists(), "the deletion never started"
+    for sig in signals[1:]:
+        os.kill(proc.pid, sig)
+        time.sleep(0.1)
+    (marks / "signalled").write_text("x")
+    out, _ = proc.communicate(timeout=90)
+    assert live_instances() == [] and run_groups() == [], out
+    assert "Traceback" not in out, out
+    assert f"got signal {int(signals[1])} while deleting the VMs" in out
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
 
 
 def test_ctrl_c_deletes_the_pool(pytester, project):
@@ -318,9 +410,14 @@ def test_azure_run_creates_a_resource_group_per_run_and_deletes_it(pytester, mon
     pytester.makeconftest(AZURE_CONFTEST)
     # In process: the controller (which creates and deletes the VMs) shares the fake with this test;
     # the two xdist workers only reach their VMs through the endpoints hook.
+    # No --pool-ssh-cidr: the caller's public address is asked of the echo service (here on loopback).
+    monkeypatch.setenv("AGENTBENCH_ADDRESS_ECHO_URL", address_echo("1.2.3.4\n"))
     result = run(*args, "--pool", "azure", "--pool-image",
                  "Canonical:ubuntu-24_04-lts:server:latest", "--pool-poll-interval", "0", "-n", "2")
     result.assert_outcomes(passed=4)
+    (nsg,) = {c.path: c for c in arm.calls("PUT", "networkSecurityGroups")}.values()
+    (rule,) = nsg.body["properties"]["securityRules"]
+    assert rule["properties"]["sourceAddressPrefix"] == "1.2.3.4/32"
     created = arm.calls("PUT", "virtualMachines")
     assert len({c.path for c in created}) == 2
     assert arm.calls("DELETE", "resourceGroups"), "the run's resource group was never deleted"

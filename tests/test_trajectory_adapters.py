@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -516,3 +517,53 @@ def test_adapters_never_fail_with_anything_but_a_trace_format_error() -> None:
             readable += 1
             score_all(trace, TestCase(task_id="odd", expected_tool_calls=[{"tool": "a", "args": {"x": 1}}], max_steps=2))
     assert readable > 1000
+
+
+def test_a_zstd_bomb_is_refused_in_bounded_memory(zstd, tmp_path) -> None:
+    """A few KB of zstd that decompress to 512 MB: refused at the size limit, never held whole."""
+    bomb = tmp_path / "bomb.trace"
+    compressor = zstd.ZstdCompressor(level=3).compressobj()
+    spaces = b" " * (1 << 20)
+    with bomb.open("wb") as handle:
+        for _ in range(512):
+            handle.write(compressor.compress(spaces))
+        handle.write(compressor.flush())
+    assert bomb.stat().st_size < 100_000
+    # VmHWM (this process's peak resident memory): unlike ru_maxrss it does not carry over the
+    # peak of the process that started it (an xdist worker).
+    probe = (
+        "import re, sys\n"
+        "from pytest_agentbench.trajectory.adapters import TraceFormatError, from_fixtura_trace\n"
+        "try:\n"
+        f"    from_fixtura_trace({str(bomb)!r})\n"
+        "except TraceFormatError as exc:\n"
+        "    print(exc)\n"
+        "status = open('/proc/self/status').read()\n"
+        "print(int(re.search(r'VmHWM:\\s+(\\d+) kB', status).group(1)) // 1024)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and len(done.stdout.strip().splitlines()) == 2, (done.stdout, done.stderr)
+    message, peak_mb = done.stdout.strip().splitlines()
+    assert "decompresses to more than 67108864 bytes" in message, done.stderr
+    assert int(peak_mb) < 400, f"peak {peak_mb} MB"
+
+
+def test_an_oversized_trace_file_is_refused(tmp_path, monkeypatch) -> None:
+    from pytest_agentbench.trajectory import adapters
+
+    big = tmp_path / "big.trace"
+    big.write_text('{"event_type": "llm_call"}\n' * 100)
+    monkeypatch.setattr(adapters, "MAX_TRACE_BYTES", 1000)
+    with pytest.raises(TraceFormatError, match=r"big.trace: the trace is 2700 bytes; traces may be at most 1000 bytes"):
+        adapters.from_fixtura_trace(big)
+
+
+def test_oversized_case_and_trace_json_files_are_refused_unread(tmp_path, monkeypatch) -> None:
+    from pytest_agentbench.trajectory import adapters, cases
+
+    big = tmp_path / "big.case.json"
+    big.write_text(json.dumps({"input": "x" * 5000}))
+    monkeypatch.setattr(adapters, "MAX_TRACE_BYTES", 1000)
+    with pytest.raises(cases.CaseSyntaxError, match="may be at most 1000 bytes"):
+        cases.read_case_file(big)
+    with pytest.raises(cases.CaseError, match="may be at most 1000 bytes"):
+        cases._read_json(big)

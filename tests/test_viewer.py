@@ -31,7 +31,8 @@ from pytest_agentbench.record.viewer import main, write_viewer
 XSS = "</script><script>alert(1)</script>"
 MOCK = ("--bench=mock", "--tasks", "3", "--screenshots=on")
 
-# A benchmark whose reason, criteria, instruction, domain and task id are all markup.
+# A benchmark whose reason, criteria and instruction are all markup. (Task ids and domains with
+# markup are refused at collection, see test_markup.py; hand-written run folders below hold them.)
 EVIL_BENCH = '''
 from pytest_agentbench import Benchmark, Criterion, Observation, Task, Verdict
 
@@ -40,7 +41,7 @@ XSS = "</script><script>alert(1)</script>"
 class EvilBench(Benchmark):
     name = "evil"
     def list_tasks(self, limit=None):
-        return [Task(task_id="evil_<b>bold</b>&amp;", domain="<i>dom</i>",
+        return [Task(task_id="evil_bold%amp;", domain="dom%i",
                      instruction=XSS + "<img src=x onerror=alert(2)>")]
     def reset(self, task):
         return Observation()
@@ -244,10 +245,10 @@ def test_markup_from_a_benchmark_is_shown_as_text(run, pytester, open_viewer):
     assert "<script>alert" not in html
     assert all("<" not in block and ">" not in block for block in embedded_blocks(html))
     viewer = open_viewer(folder)
-    task_id = "evil_<b>bold</b>&amp;"
+    task_id = "evil_bold%amp;"
     row = viewer.row(task_id)
     assert row.locator(".reason").inner_text() == XSS
-    assert row.locator(".domain").inner_text() == "<i>dom</i>"
+    assert row.locator(".domain").inner_text() == "dom%i"
     detail = viewer.expand(task_id)
     assert XSS + "<img src=x onerror=alert(2)>" in detail.inner_text()
     assert "<img src=x onerror=alert(3)>" in detail.locator("table.criteria").inner_text()
@@ -429,3 +430,34 @@ def test_module_entry_point(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"agentbench-view: {missing} does not exist"]
+
+
+def test_symbolic_links_in_a_run_folder_are_never_followed(tmp_path, capsys):
+    """A run folder from someone else: its files may be links to this machine's secrets."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "id_ed25519").write_text('{"steps": [], "key": "PRIVATE-KEY-MATERIAL"}')
+    (secret / "summary.json").write_text('{"run_name": "SUMMARY-SECRET", "tasks": []}')
+    (secret / "results.jsonl").write_text('{"task_id": "RESULTS-SECRET", "benchmark": "b"}\n')
+    (secret / "bashrc").write_text("original")
+    folder = tmp_path / "runs" / "hostile"
+    (folder / "tasks" / "hand" / "a").mkdir(parents=True)
+    (folder / "manifest.json").write_text("{}")
+    (folder / "tasks" / "hand" / "a" / "trajectory.json").symlink_to(secret / "id_ed25519")  # the file a link
+    (folder / "tasks" / "hand" / "b").symlink_to(secret, target_is_directory=True)          # a folder a link
+    (secret / "trajectory.json").write_text('{"steps": [], "key": "DIR-LINK-SECRET"}')
+    (folder / "results.jsonl").write_text(json.dumps(record("a")) + "\n" + json.dumps(record("b")) + "\n")
+    (folder / ".viewer.html.tmp").symlink_to(secret / "bashrc")                                 # a write through a link
+    assert main([str(folder)]) == 0
+    page = (folder / "viewer.html").read_text()
+    assert "PRIVATE-KEY-MATERIAL" not in page and "DIR-LINK-SECRET" not in page
+    assert "symbolic links" in page
+    assert (secret / "bashrc").read_text() == "original"
+    # summary.json and results.jsonl as links: not read either
+    other = tmp_path / "runs" / "linked"
+    other.mkdir()
+    (other / "summary.json").symlink_to(secret / "summary.json")
+    (other / "results.jsonl").symlink_to(secret / "results.jsonl")
+    assert main([str(other)]) == 0
+    page = (other / "viewer.html").read_text()
+    assert "SUMMARY-SECRET" not in page and "RESULTS-SECRET" not in page

@@ -85,6 +85,8 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
         raise ValueError(f"agent script {path} does not exist") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"agent script {path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"agent script {path} is nested too deeply to be a script") from None
     if not isinstance(data, dict):
         raise ValueError(f"agent script {path} must be a JSON object mapping task ids to action lists")
     scripts: dict[str, list[Action]] = {}

@@ -358,6 +358,8 @@ def load_workflow(path: str | Path, source: str | None = None) -> Workflow:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkflowError(f"{source} line {exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise WorkflowError(f"{source}: nested too deeply to be a workflow") from None
     return validate_workflow(data, text, source)
 
 

@@ -97,20 +97,15 @@ class AuditSuite(pytest.Collector):
 
 def _import_target(spec: str, config: pytest.Config) -> Any:
     """``module:Attr``, importable from installed packages, the rootdir or the current folder."""
+    from ..loading import LoadError, import_callable
+
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise pytest.UsageError(f"--audit-verifier {spec!r}: use a registered name or module:Attr")
-    for folder in (str(config.rootpath), os.getcwd()):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
     try:
-        module = importlib.import_module(module_name)
-        target = module
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except Exception as exc:  # noqa: BLE001 - every import problem is a usage error naming the adapter
-        raise pytest.UsageError(f"cannot load audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
-    return target
+        return import_callable(module_name, attr, str(config.rootpath))
+    except LoadError as exc:  # every import problem is a usage error naming the adapter
+        raise pytest.UsageError(f"cannot load audit adapter {spec!r}: {exc}") from None
 
 
 def _construct(target: Any, spec: str, config: pytest.Config) -> Any:
@@ -124,7 +119,7 @@ def _construct(target: Any, spec: str, config: pytest.Config) -> Any:
         return target(config=config) if "config" in params else target()
     except pytest.UsageError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() in a constructor is bad input too
         raise pytest.UsageError(f"cannot construct audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
 
 
@@ -154,7 +149,7 @@ class AuditSession:
                 adapter = registry.create(spec, self.config)
             except pytest.UsageError:
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except (Exception, SystemExit) as exc:  # noqa: BLE001
                 raise pytest.UsageError(f"cannot construct audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
         elif ":" in spec:
             adapter = _construct(_import_target(spec, self.config), spec, self.config)
@@ -179,7 +174,7 @@ class AuditSession:
                 else:
                     known = set(adapter.task_ids(settings.split, None))
                     unknown = [t for t in settings.task_ids if t not in known]
-            except Exception as exc:  # noqa: BLE001
+            except (Exception, SystemExit) as exc:  # noqa: BLE001
                 raise pytest.UsageError(f"audit adapter {self.name!r} could not list its tasks: {exc}") from None
             if unknown:
                 raise pytest.UsageError(
@@ -188,7 +183,7 @@ class AuditSession:
             return settings.task_ids
         try:
             ids = tuple(adapter.task_ids(settings.split, settings.limit))
-        except Exception as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
             raise pytest.UsageError(f"audit adapter {self.name!r} could not list its tasks: {exc}") from None
         if not ids:
             raise pytest.UsageError(f"audit adapter {self.name!r} has no tasks (split {settings.split!r})")
@@ -204,9 +199,12 @@ class AuditSession:
         self.adapter = self.make_adapter()
         self.name = str(getattr(self.adapter, "name", "") or self.settings.verifier)
         self.task_ids = self._resolve_tasks()
+        from ..names import name_problem, shown
+
         for task_id in self.task_ids:
-            if "[" in task_id or "]" in task_id or "::" in task_id:
-                raise pytest.UsageError(f"audit task id {task_id!r} must not contain brackets or '::'")
+            problem = name_problem(task_id)
+            if problem is not None:
+                raise pytest.UsageError(f"audit task id {shown(task_id)} from {self.name!r} {problem}")
 
     def configure_node(self, node: Any) -> None:
         """Called by AuditXdist on the controller: workers collect the controller's task list."""

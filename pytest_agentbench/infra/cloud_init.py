@@ -8,14 +8,27 @@ VM on first use. Keys are written with mode 0600 to the run's pool folder, so a 
 
 The user data is a ``#cloud-config`` document (cloud-init runs it on Ubuntu images on AWS and
 Azure). It may add ``shutdown -h +MIN``: with AWS's terminate-on-shutdown behaviour, a VM the
-harness lost (the harness was killed with SIGKILL) ends itself.
+harness lost (the harness was killed with SIGKILL) ends itself. It is written as JSON after the
+``#cloud-config`` line (JSON is YAML, and cloud-init reads it as such): a serializer quotes every
+value, so a user's key file cannot break the document or add keys to it, and no YAML library is
+needed.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+#: ``type base64 [comment]`` on one line: the shape of an OpenSSH public key.
+_PUBLIC_KEY = re.compile(r"(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) ([A-Za-z0-9+/]+={0,3})( [^\x00-\x1f\x7f]*)?")
+#: A public key file is a few hundred bytes; a much bigger one is not a key.
+MAX_PUBLIC_KEY = 16 * 1024
 
 
 class KeySetupError(RuntimeError):
@@ -58,28 +71,34 @@ def read_public_key(private_path: Path) -> str:
     (then the private half stays in the user's SSH agent)."""
     pub = private_path if private_path.suffix == ".pub" else private_path.with_name(private_path.name + ".pub")
     try:
-        text = pub.read_text().strip()
-    except OSError:
+        if pub.stat().st_size > MAX_PUBLIC_KEY:
+            raise KeySetupError(f"--pool-ssh-key {private_path}: {pub} is too big to be an OpenSSH public key")
+        text = pub.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
         raise KeySetupError(f"--pool-ssh-key {private_path}: its public key {pub} cannot be read; "
                         f"create it with ssh-keygen -y -f {private_path} > {pub}") from None
-    if not text.startswith(("ssh-", "ecdsa-")):
-        raise KeySetupError(f"--pool-ssh-key {private_path}: {pub} is not an OpenSSH public key")
+    match = _PUBLIC_KEY.fullmatch(text)
+    if match is None or not _is_base64(match.group(2)):
+        raise KeySetupError(f"--pool-ssh-key {private_path}: {pub} is not one OpenSSH public key on one line "
+                            "(type, base64 key, optional comment)")
     return text
 
 
-def _block(text: str, indent: int) -> str:
-    pad = " " * indent
-    return "\n".join(pad + line for line in text.strip("\n").splitlines())
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def user_data(*, login_public_key: str, host_key: KeyPair | None, shutdown_minutes: int | None) -> str:
-    """The ``#cloud-config`` document for one VM (plain YAML written by hand: no YAML library is
-    needed for three keys, and every value is a key or a number we made)."""
-    lines = ["#cloud-config", "ssh_pwauth: false", "ssh_authorized_keys:", f"  - {login_public_key}"]
+    """The ``#cloud-config`` document for one VM, serialized as JSON (see the module docstring)."""
+    config: dict[str, Any] = {"ssh_pwauth": False, "ssh_authorized_keys": [login_public_key]}
     if host_key is not None:
-        public = " ".join(host_key.public_openssh.split()[:2])
-        lines += ["ssh_deletekeys: true", "ssh_keys:", "  ed25519_private: |",
-                  _block(host_key.private_openssh, 4), f"  ed25519_public: {public}"]
+        config["ssh_deletekeys"] = True
+        config["ssh_keys"] = {"ed25519_private": host_key.private_openssh,
+                              "ed25519_public": " ".join(host_key.public_openssh.split()[:2])}
     if shutdown_minutes:
-        lines += ["runcmd:", f"  - [shutdown, -h, '+{int(shutdown_minutes)}']"]
-    return "\n".join(lines) + "\n"
+        config["runcmd"] = [["shutdown", "-h", f"+{int(shutdown_minutes)}"]]
+    return "#cloud-config\n" + json.dumps(config, indent=2) + "\n"

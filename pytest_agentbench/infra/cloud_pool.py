@@ -9,8 +9,13 @@ Lifecycle (the pytest glue in ``pool_plugin.py`` calls these):
   the static pool does; leases are plain dicts that travel in xdist's ``workerinput``.
 * :meth:`CloudPool.destroy` waits for creations still in flight, deletes every recorded VM and the
   run-wide resources, then asks the cloud for anything still tagged with this run id (a VM whose
-  creation reply was lost) and deletes that too. It is idempotent, never raises, and is a no-op
-  with ``keep=True`` (``--keep-pool``) except for saying what was kept.
+  creation reply was lost) and deletes that too, and repeats until the cloud lists nothing of the
+  run (up to ``DELETE_ATTEMPTS`` rounds). Only a confirmed deletion marks the pool deleted, so a
+  call that was cut short (an exception, a signal) is redone in full by the next call. SIGINT and
+  SIGTERM are held back while it runs: a second Ctrl-C, or the SIGTERM a CI runner sends after
+  it, is reported, not obeyed. Whenever anything may remain, the reaper command is printed. It
+  never raises, and is a no-op with ``keep=True`` (``--keep-pool``) except for saying what was
+  kept.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cloud_init
+from .signals import held_signals
 from .prices import hourly_price, vm_hours
 from .providers.base import CREATED_TAG, RUN_TAG, VM, Provider, ProviderError, VMSpec
 
@@ -32,6 +38,8 @@ Lease = dict[str, Any]
 
 #: Most VMs created at once (cloud APIs throttle bursts).
 MAX_PARALLEL_CREATES = 8
+#: Rounds of delete-then-look before the pool reports that something may remain.
+DELETE_ATTEMPTS = 3
 
 
 @dataclass
@@ -64,6 +72,9 @@ class CloudPool:
     vms: list[VM] = field(default_factory=list)
     free: list[VM] = field(default_factory=list)
     leased: dict[str, VM] = field(default_factory=dict)
+    #: no VM may be created any more (deletion has begun)
+    closing: bool = False
+    #: the cloud confirmed that nothing of this run remains (or --keep-pool kept it on purpose)
     destroyed: bool = False
     failures: list[str] = field(default_factory=list)
 
@@ -77,6 +88,8 @@ class CloudPool:
         self._login_key: Path | None = None
         self._login_public: str | None = None
         self._host_keys: dict[str, cloud_init.KeyPair] = {}
+        #: one writer of pool.json at a time (creation threads save concurrently)
+        self._save_lock = threading.Lock()
 
     # -- facts ---------------------------------------------------------------------------------
     @property
@@ -136,7 +149,9 @@ class CloudPool:
         self.provider.prepare()
         start = len(self.vms)
         specs = [self.spec_for(start + i) for i in range(count)]
-        self.log(f"agentbench pool: creating {count} VM(s), {self.describe()} (run {self.options.run_id})")
+        cidr = getattr(self.provider, "ssh_cidr", None)
+        reach = f"; SSH from {cidr} only" if cidr else ""
+        self.log(f"agentbench pool: creating {count} VM(s), {self.describe()} (run {self.options.run_id}{reach})")
         self._executor = self._executor or ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, count),
                                                               thread_name_prefix="agentbench-pool")
         futures = [self._executor.submit(self._create_one, spec) for spec in specs]
@@ -160,7 +175,7 @@ class CloudPool:
 
     def _create_one(self, spec: VMSpec) -> VM:
         with self._created:
-            if self.destroyed:
+            if self.closing:
                 raise ProviderError("the run ended before this VM was created")
             self._creating += 1
         try:
@@ -197,54 +212,94 @@ class CloudPool:
     def release(self, holder: str) -> None:
         with self._lock:
             vm = self.leased.pop(holder, None)
-            if vm is not None and not self.destroyed:
+            if vm is not None and not self.closing:
                 self.free.append(vm)
 
     # -- delete --------------------------------------------------------------------------------
+    def reap_command(self) -> str:
+        return f"pytest --agentbench-reap --pool {self.provider.name} --reap-run {self.options.run_id}"
+
     def destroy(self) -> list[str]:
-        """Delete everything this run created (see the module docstring). Idempotent."""
+        """Delete everything this run created (see the module docstring). Idempotent: after a
+        confirmed deletion it returns at once; after an interrupted one it starts over."""
         with self._created:
             if self.destroyed:
                 return self.failures
-            self.destroyed = True
+            self.closing = True
             # Creation requests in flight get their ids (and are recorded) before deleting;
             # VMs still booting are deleted without waiting for them to run.
             self._created.wait_for(lambda: self._creating == 0, timeout=self.provider.config.wait_timeout)
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
         if self.options.keep:
-            self.log(f"agentbench pool: kept {len(self.vms)} VM(s) (--keep-pool); delete them with "
-                     f"pytest --agentbench-reap --pool {self.provider.name} --reap-run {self.options.run_id}")
+            self.destroyed = True
+            self.log(f"agentbench pool: kept {len(self.vms)} VM(s) (--keep-pool); delete them with {self.reap_command()}")
             self._save()
             return []
-        failures: list[str] = []
+        confirmed = False
         try:
-            if self.vms:
-                self.log(f"agentbench pool: deleting {len(self.vms)} VM(s) of run {self.options.run_id}")
-            failures += self.provider.destroy(list(self.vms))
-            leftovers = self.provider.find_leftovers(self.options.run_id)
-            if leftovers:
-                failures += self.provider.reap(leftovers)
-        except Exception as exc:  # noqa: BLE001 - report, never raise from a cleanup
-            failures.append(f"{self.provider.name}: deleting the pool failed: {exc}")
-        now = time.time()
-        for vm in self.vms:
-            vm.deleted_at = vm.deleted_at or now
-        self.failures = failures
-        self._save()
-        for line in failures:
-            self.log(f"agentbench pool: ERROR: {line}")
-        if failures:
-            self.log(f"agentbench pool: some resources may remain; run pytest --agentbench-reap --pool "
-                     f"{self.provider.name} --reap-run {self.options.run_id}")
+            with held_signals(self._signalled):
+                failures = self._delete_until_confirmed()
+            confirmed = not failures
+            self.failures = failures
+            for line in failures:
+                self.log(f"agentbench pool: ERROR: {line}")
+        finally:
+            # Also reached when something escaped (a bug, an exception from a thread's signal):
+            # the user learns how to clean up either way.
+            if confirmed:
+                self.destroyed = True
+            self._save()
+            if not confirmed:
+                self.log(f"agentbench pool: some resources may remain; run {self.reap_command()}")
+        return self.failures
+
+    def _signalled(self, signum: int) -> None:
+        self.log(f"agentbench pool: got signal {signum} while deleting the VMs of run {self.options.run_id}; "
+                 f"deletion continues (if you kill pytest now, run {self.reap_command()})")
+
+    def _delete_until_confirmed(self) -> list[str]:
+        """Delete the recorded VMs and the run-wide resources, then whatever the cloud still lists
+        under the run's tag, until it lists nothing. Returns the failures of the last round
+        (empty: confirmed)."""
+        failures: list[str] = []
+        for attempt in range(1, DELETE_ATTEMPTS + 1):
+            failures = []
+            try:
+                live = [vm for vm in self.vms if vm.deleted_at is None]
+                if live and attempt == 1:
+                    self.log(f"agentbench pool: deleting {len(live)} VM(s) of run {self.options.run_id}")
+                failures += self.provider.destroy(list(self.vms))
+                leftovers = self.provider.find_leftovers(self.options.run_id)
+                if leftovers:
+                    failures += self.provider.reap(leftovers)
+                    if not failures and self.provider.find_leftovers(self.options.run_id):
+                        failures.append(f"{self.provider.name}: resources of run {self.options.run_id} "
+                                        "are still listed after deleting them")
+            except Exception as exc:  # noqa: BLE001 - report, never raise from a cleanup
+                failures.append(f"{self.provider.name}: deleting the pool failed: {exc}")
+            if not failures:
+                now = time.time()
+                for vm in self.vms:
+                    vm.deleted_at = vm.deleted_at or now
+                return []
+            if attempt < DELETE_ATTEMPTS:
+                self.log(f"agentbench pool: deletion round {attempt} left {len(failures)} problem(s); retrying")
+                time.sleep(min(5.0, self.provider.config.poll_interval))
         return failures
 
     # -- record --------------------------------------------------------------------------------
     def _save(self) -> None:
-        """``pool.json`` in the pool folder: what exists, so a user can find it after a crash."""
+        """``pool.json`` in the pool folder: what exists, so a user can find it after a crash.
+        One writer at a time: creation threads save concurrently, and two writers sharing the
+        temporary file would publish a torn one."""
         folder = self.options.folder
         if folder is None:
             return
+        with self._save_lock:
+            self._save_locked(folder)
+
+    def _save_locked(self, folder: Path) -> None:
         with self._lock:
             data = {"run_id": self.options.run_id, "provider": self.provider.name,
                     "region": self.provider.region, "size": self.provider.size,

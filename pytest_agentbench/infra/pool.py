@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..values import url
+
 Lease = dict[str, Any]
 
 
@@ -29,9 +31,10 @@ def parse_hosts(entries: list[str], cdp_port: int = 9222) -> list[Lease]:
             server, _, evaluate = entry.partition("|")
             if not server.startswith(("http://", "https://")):
                 raise ValueError(f"--pool-hosts entry {entry!r} must be a URL such as http://10.0.0.5:5000")
-            host = urlsplit(server).hostname or "localhost"
-            hosts.append({"name": f"host{len(hosts)}", "server_url": server.rstrip("/"),
-                          "evaluate_url": evaluate.rstrip("/") or None,
+            server_url = url("--pool-hosts entry", server)
+            host = urlsplit(server_url).hostname or "localhost"
+            hosts.append({"name": f"host{len(hosts)}", "server_url": server_url,
+                          "evaluate_url": url("--pool-hosts evaluate URL", evaluate) if evaluate.strip() else None,
                           "cdp_url": f"http://{host}:{cdp_port}"})
     return hosts
 

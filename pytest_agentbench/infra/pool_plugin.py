@@ -64,7 +64,9 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def provider_config(config: pytest.Config, kind: str, run_id: str) -> Any:
+def provider_config(config: pytest.Config, kind: str, run_id: str, ssh_cidr: str | None = None) -> Any:
+    """The provider's settings from the options. ``ssh_cidr`` (the resolved SSH ingress block, see
+    ``ingress.py``) beats ``--pool-ssh-cidr``; the read-only uses (dry run, reaper) need neither."""
     from .providers.base import ProviderConfig
 
     extra: dict[str, Any] = {}
@@ -76,7 +78,7 @@ def provider_config(config: pytest.Config, kind: str, run_id: str) -> Any:
         subnet = _opt(config, "aws_subnet")
         if subnet:
             extra["subnet_id"] = subnet
-    cidr = _opt(config, "pool_ssh_cidr")
+    cidr = ssh_cidr or _opt(config, "pool_ssh_cidr")
     if cidr:
         extra["ssh_cidr"] = cidr
     for given in config.hook.pytest_agentbench_pool_provider_extra(kind=kind, config=config):
@@ -87,10 +89,26 @@ def provider_config(config: pytest.Config, kind: str, run_id: str) -> Any:
                           poll_interval=poll or 0.0)
 
 
-def make_provider(config: pytest.Config, kind: str, run_id: str) -> Any:
+def make_provider(config: pytest.Config, kind: str, run_id: str, ssh_cidr: str | None = None) -> Any:
     from .providers import make_provider as make
 
-    return make(kind, provider_config(config, kind, run_id))
+    return make(kind, provider_config(config, kind, run_id, ssh_cidr))
+
+
+def ssh_ingress(config: pytest.Config) -> str:
+    """``--pool-ssh-cidr``, else this machine's public address (``ingress.py``); a usage error
+    asking for the option when that cannot be learned."""
+    given = _opt(config, "pool_ssh_cidr")
+    if given:
+        from ..values import cidr
+
+        return cidr("--pool-ssh-cidr", given)
+    from .ingress import IngressError, public_cidr
+
+    try:
+        return public_cidr()
+    except IngressError as exc:
+        raise pytest.UsageError(f"--pool-ssh-cidr: {exc}") from None
 
 
 def vm_estimate(config: pytest.Config, kind: str, tasks: int) -> tuple[Any, Any, float]:
@@ -168,6 +186,8 @@ class PoolManager:
             provider.check()
         except ProviderError as exc:
             raise pytest.UsageError(f"--pool {self.kind}: {exc}") from None
+        # Once the account works: who may reach port 22 (asks the network when not given).
+        provider.ssh_cidr = ssh_ingress(self.config)
         workers = requested_workers(self.config)
         nodes = len(getattr(self.config.option, "tx", None) or [])
         if self.distributed and workers < nodes:

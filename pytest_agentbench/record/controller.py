@@ -38,6 +38,9 @@ class RunController:
         self.setup_seconds: dict[str, float] = {}
         self.file_errors: list[str] = []
         self.inspect_log: Path | None = None
+        #: node ids with a record, so a later report (a teardown error) never adds a second one
+        self.recorded: set[str] = set()
+        self._tasks_by_nodeid: dict[str, dict[str, Any]] | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
@@ -48,28 +51,86 @@ class RunController:
         settings = self.state.settings
         if config.option.collectonly or self.state.manifest is None or not self.state.manifest.suites:
             return  # nothing to play (only suite benchmarks, which keep their own records)
+        self._session = session
         name = settings.run_name or default_run_name(settings.benchmarks, settings.agent)
         try:
             folder = RunFolder.create(settings.results_dir, name)
         except (ValueError, OSError) as exc:
             raise pytest.UsageError(f"cannot create the run folder: {exc}") from None
         self.state.run_folder = folder
-        self.state.manifest.write(folder.manifest_path)
+        try:
+            self.state.manifest.write(folder.manifest_path)
+        except OSError as exc:
+            raise pytest.UsageError(f"cannot write {folder.manifest_path}: {_os_error(exc)}") from None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup":
             # The episode plays during setup; the record's duration is setup plus call.
             self.setup_seconds[report.nodeid] = report.duration
-        payload = getattr(report, "agentbench", None)
-        if not payload or self.state.run_folder is None:
+        if self.state.run_folder is None:
             return
+        payload = getattr(report, "agentbench", None)
+        if not payload:
+            payload = self._crash_payload(report)
+            if not payload:
+                return
         if report.when == "call" or report.failed or report.skipped:
             record = dict(payload)
             record["status"] = status_of(report)
             setup = self.setup_seconds.pop(report.nodeid, 0.0) if report.when == "call" else 0.0
             record["duration"] = round(setup + report.duration, 6)
             self.records.append(record)
-            self.state.run_folder.append_result(record)
+            self.recorded.add(report.nodeid)
+            if self.write_error is None:
+                self._append(record)
+
+    def _append(self, record: dict[str, Any]) -> None:
+        """One results.jsonl line. When the disk refuses it (full, quota, I/O error) the run stops:
+        later items would spend time and money with nowhere to record them. The lines already
+        written stay whole (``RunFolder.append_result``), and the run ends with one ERROR: line."""
+        folder = self.state.run_folder
+        assert folder is not None
+        try:
+            folder.append_result(record)
+        except OSError as exc:
+            kept = len(self.records) - 1
+            self.write_error = (f"ERROR: could not write {folder.results_path}: {_os_error(exc)}; the run was stopped "
+                                f"and the {kept} complete record(s) before it are kept")
+            self._stop("the run record could not be written (see the ERROR line)")
+
+    def _stop(self, reason: str) -> None:
+        config = self.state.config
+        dsession = config.pluginmanager.get_plugin("dsession")
+        if dsession is not None:
+            dsession.shouldstop = reason
+        session = getattr(self, "_session", None)
+        if session is not None:
+            session.shouldstop = reason
+
+    def _crash_payload(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        """A record for a benchmark item whose process died under it (xdist reports the crash
+        itself, without the record the worker never sent): an infrastructure error, so the
+        summary counts it as the error pytest shows."""
+        if not report.failed or report.nodeid in self.recorded:
+            return None
+        if self._tasks_by_nodeid is None:
+            from ..collect import task_nodeid
+
+            manifest = self.state.manifest
+            self._tasks_by_nodeid = {task_nodeid(suite.name, task): task
+                                     for suite in (manifest.suites if manifest is not None else []) for task in suite.tasks}
+        task = self._tasks_by_nodeid.get(report.nodeid)
+        if task is None:
+            return None
+        from .artifacts import base_payload
+
+        message = " ".join(str(report.longrepr or "the process running this item died").split())[:500]
+        payload = base_payload(report.nodeid, task, self.state.settings.agent)
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
+        if worker:
+            payload["worker"] = worker
+        payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
+        return payload
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         folder = self.state.run_folder
@@ -119,7 +180,7 @@ class RunController:
 
             write_viewer(folder.path)
         except OSError as exc:
-            self.write_error = f"ERROR: could not write the run summary in {folder.path}: {exc}"
+            self.write_error = self.write_error or f"ERROR: could not write the run summary in {folder.path}: {_os_error(exc)}"
         if settings.inspect_log is not None:
             from .inspect_log import write_inspect_log
 
@@ -128,7 +189,8 @@ class RunController:
                 self.inspect_log = write_inspect_log(settings.inspect_log, self.summary, self.records, folder.path,
                                                      status=status)
             except OSError as exc:
-                self.write_error = self.write_error or f"ERROR: could not write the Inspect log {settings.inspect_log}: {exc}"
+                self.write_error = self.write_error or (f"ERROR: could not write the Inspect log {settings.inspect_log}: "
+                                                        f"{_os_error(exc)}")
         if self.file_errors and not self.write_error:
             self.write_error = (f"ERROR: {len(self.file_errors)} task file(s) could not be written in {folder.path}; "
                                 f"first: {self.file_errors[0]}")
@@ -169,12 +231,18 @@ class RunController:
         self.state.config.hook.pytest_agentbench_terminal_summary(terminalreporter=tr, records=list(self.records))
         tr.write_line("")
         tr.write_line(f"Results saved to: {folder.path}")
-        tr.write_line(f"View them with:   {folder.viewer_path}")
+        if folder.viewer_path.exists():
+            tr.write_line(f"View them with:   {folder.viewer_path}")
         if self.inspect_log is not None:
             tr.write_line(f"Inspect log:      {self.inspect_log}")
         for message in (self.gate_message, self.write_error):
             if message:
                 tr.write_line(message, red=True, bold=True)
+
+
+def _os_error(exc: OSError) -> str:
+    """``[Errno 28] No space left on device`` without the file name the caller already gives."""
+    return f"[Errno {exc.errno}] {exc.strerror}" if exc.errno and exc.strerror else str(exc)
 
 
 def _count(values: Any) -> dict[str, int]:

@@ -16,6 +16,7 @@ disk time than a mock episode takes, so a task gets a folder only when it has sc
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
@@ -92,12 +93,25 @@ class RunFolder:
         return path.relative_to(self.path).as_posix()
 
     def append_result(self, record: dict[str, Any]) -> None:
-        """Append one JSON line with a single write on an O_APPEND descriptor, so a line is
-        either whole or absent, whatever else writes the file."""
+        """Append one JSON line with a single write on an O_APPEND descriptor. A write the disk
+        cut short (ENOSPC, EDQUOT, EIO) is taken back, so the file keeps only whole lines, and
+        raises OSError. Only the controller appends, so the size before the write is the place
+        to cut back to."""
         line = (json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
         fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
+            before = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, line)
+                if written != len(line):
+                    raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes could be written "
+                                                f"(no space left on device?)")
+            except OSError:
+                try:
+                    os.ftruncate(fd, before)
+                except OSError:
+                    pass  # a reader tolerates a torn last line (read_results)
+                raise
         finally:
             os.close(fd)
 
@@ -113,23 +127,34 @@ class RunFolder:
         """Write JSON through a temporary file and a rename, so readers never see half a file."""
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk must not also keep half a file
+            raise
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record."""
+    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record.
+
+    A last line without its newline that is not JSON is the torn end of a write the run could
+    not finish (the disk filled, the machine died): it is skipped, and every whole record before
+    it is kept."""
     path = Path(path)
     records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path} line {number} is not JSON: {exc.msg}") from None
-            if not isinstance(record, dict) or "task_id" not in record or "benchmark" not in record:
-                raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
-            records.append(record)
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        lines = handle.readlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines) and not line.endswith("\n"):
+                break  # the torn last line
+            raise ValueError(f"{path} line {number} is not JSON: {exc.msg}") from None
+        if not isinstance(record, dict) or "task_id" not in record or "benchmark" not in record:
+            raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
+        records.append(record)
     return records

@@ -46,6 +46,8 @@ RUN_FILES = ("results.jsonl", "summary.json", "manifest.json")
 TRAJECTORY_LIMIT = 4 * 1024 * 1024
 #: Stop embedding trajectories once this many bytes are in the page (they stay linked).
 TOTAL_LIMIT = 64 * 1024 * 1024
+#: The largest summary.json and results.jsonl read (a 5,000-task run's results are a few MB).
+RECORD_LIMIT = 256 * 1024 * 1024
 
 
 # -- public API ---------------------------------------------------------------------------------
@@ -59,11 +61,20 @@ def write_viewer(run_dir: str | Path) -> Path:
     reloading it mid-write never sees half a page.
     """
     run = Path(run_dir)
-    page = render_html(collect(run))
+    page = render_html(collect(run)).encode("utf-8", "replace")
     target = run / VIEWER_NAME
     tmp = target.with_name("." + VIEWER_NAME + ".tmp")
-    tmp.write_text(page, encoding="utf-8", errors="replace")
-    os.replace(tmp, target)
+    # A fresh file, never through a symbolic link someone left at the temporary name (the rename
+    # then replaces a link at viewer.html itself, not what it points to).
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(page)
+        os.replace(tmp, target)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     return target
 
 
@@ -117,17 +128,19 @@ def collect(run: Path) -> RunView:
     """Read the run folder into what the page embeds. Tolerates every missing or broken file,
     and says so in ``data["notes"]``, shown at the top of the page."""
     notes: list[str] = []
-    summary = _read_summary(run / "summary.json", notes)
-    records, results = _read_records(run / "results.jsonl", notes)
+    inside = _Inside(run)
+    summary = _read_summary(inside, notes)
+    records, results = _read_records(inside, notes)
     if not records and isinstance(summary.get("tasks"), list):
         records = [r for r in summary["tasks"] if isinstance(r, dict) and r.get("task_id") is not None]
         results = None
-    reader = _TrajectoryReader(run)
+    reader = _TrajectoryReader(inside)
     where = []
     for record in records:
         rel = _trajectory_rel(record)
         where.append([*reader.load(rel), rel])
     notes.extend(reader.notes())
+    notes.extend(inside.notes())
     data = {
         "run": _run_facts(run, summary, records),
         "metrics": _metrics_view(summary if _has_metrics(summary) else _compute(records)),
@@ -138,9 +151,54 @@ def collect(run: Path) -> RunView:
     return RunView(data, embed_json(records) if results is None else results, reader.texts)
 
 
-def _read_summary(path: Path, notes: list[str]) -> dict[str, Any]:
+class _Inside:
+    """Opens files of one run folder, refusing symbolic links anywhere below it: a run folder can
+    come from someone else, and a link to ``~/.ssh/id_ed25519`` must not end up embedded in the
+    page. Whether a folder holds a link is checked once per folder (the viewer reads hundreds of
+    files from a few folders); the file itself is opened with ``O_NOFOLLOW``."""
+
+    def __init__(self, run: Path) -> None:
+        self.root = os.path.realpath(run)
+        self._clean: dict[str, bool] = {}
+        self.links: list[str] = []
+
+    def read(self, rel: str, limit: int) -> bytes | None:
+        """The bytes of ``rel`` (a ``_safe_rel`` path), or None when over ``limit``. Raises
+        FileNotFoundError when absent and ``SymlinkRefused`` for a link."""
+        folder = rel.rpartition("/")[0]
+        clean = self._clean.get(folder)
+        if clean is None:
+            full = os.path.join(self.root, folder) if folder else self.root
+            clean = self._clean[folder] = os.path.realpath(full) == os.path.normpath(full)
+        if not clean:
+            self.links.append(rel)
+            raise SymlinkRefused(rel)
+        try:
+            return _read_small(os.path.join(self.root, rel), limit)
+        except OSError as exc:
+            if os.path.islink(os.path.join(self.root, rel)):
+                self.links.append(rel)
+                raise SymlinkRefused(rel) from None
+            raise exc
+
+    def notes(self) -> list[str]:
+        if not self.links:
+            return []
+        return [f"{len(self.links)} file(s) not read because they are (or are under) symbolic links: {_some(self.links)}"]
+
+
+class SymlinkRefused(OSError):
+    """A file of the run folder is a symbolic link (or lies under one); it is never followed."""
+
+
+def _read_summary(inside: _Inside, notes: list[str]) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes())
+        raw = inside.read("summary.json", RECORD_LIMIT)
+        if raw is None:
+            raise ValueError(f"bigger than {RECORD_LIMIT} bytes")
+        data = json.loads(raw)
+    except SymlinkRefused:
+        return {}
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -149,7 +207,7 @@ def _read_summary(path: Path, notes: list[str]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _read_records(path: Path, notes: list[str]) -> tuple[list[dict[str, Any]], str | None]:
+def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any]], str | None]:
     """Read results.jsonl leniently: a bad line is skipped and reported, never fatal.
 
     Returns the records and, for the page, their lines as one escaped JSON array: the file's own
@@ -157,7 +215,13 @@ def _read_records(path: Path, notes: list[str]) -> tuple[list[dict[str, Any]], s
     holds a NaN or Infinity (Python writes them, ``JSON.parse`` rejects them).
     """
     try:
-        lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+        raw_file = inside.read("results.jsonl", RECORD_LIMIT)
+        if raw_file is None:
+            notes.append(f"results.jsonl is bigger than {RECORD_LIMIT} bytes; it was not read")
+            return [], None
+        lines = [line for line in raw_file.splitlines() if line.strip()]
+    except SymlinkRefused:
+        return [], None
     except FileNotFoundError:
         return [], None
     except OSError as exc:
@@ -203,8 +267,8 @@ def _trajectory_rel(record: Mapping[str, Any]) -> str:
 class _TrajectoryReader:
     """Reads trajectory files as text (never parsed here) and remembers what it could not embed."""
 
-    def __init__(self, run: Path) -> None:
-        self.prefix = os.path.join(run, "")  # string joins: pathlib costs more than the read
+    def __init__(self, inside: _Inside) -> None:
+        self.inside = inside
         self.texts: list[str] = []
         self.total = 0
         self.seen: dict[str, tuple[int | None, str | None]] = {}
@@ -220,7 +284,9 @@ class _TrajectoryReader:
     def _read(self, rel: str) -> tuple[int | None, str | None]:
         limit = min(TRAJECTORY_LIMIT, TOTAL_LIMIT - self.total)
         try:
-            raw = _read_small(self.prefix + rel, limit)
+            raw = self.inside.read(rel, limit)
+        except SymlinkRefused:
+            return None, "missing"
         except OSError:
             self.missing.append(rel)
             return None, "missing"
@@ -245,7 +311,8 @@ def _read_small(path: str, limit: int) -> bytes | None:
     """The file's bytes, or None when it is over ``limit``. Plain ``os`` calls: a third of the
     cost of ``open()`` per file, which is most of the viewer's time on a 500-task run.
     Non-blocking, and regular files only, so a stray FIFO cannot hang the end of a run."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -333,6 +333,12 @@ def _as_text(value: Any) -> str:
 # -- Fixtura .trace files ---------------------------------------------------------------------
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: The most bytes a trace may hold, on disk and once decompressed. Traces are untrusted input: a
+#: few KB of zstd can decompress to gigabytes (a "zip bomb"), so the decompressor is fed small
+#: pieces and stops at this size, rather than trusting the frame headers.
+MAX_TRACE_BYTES = 64 * 1024 * 1024
+#: Compressed bytes fed to the decompressor at a time; one piece decompresses to at most ~32 MB.
+_ZSTD_PIECE = 1024
 _DENIED = ("denied", "validation_error")
 _BLOCKED_BY_RATE_LIMIT = ("rate_limited", "circuit_broken")
 
@@ -384,6 +390,9 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
     """(record, "file:line") for each JSON line of a trace file."""
     if not path.is_file():
         raise TraceFormatError(f"Fixtura trace not found: {path}")
+    size = path.stat().st_size
+    if size > MAX_TRACE_BYTES:
+        raise TraceFormatError(f"{path}: the trace is {size} bytes; traces may be at most {MAX_TRACE_BYTES} bytes")
     data = path.read_bytes()
     if data.startswith(_ZSTD_MAGIC):
         try:
@@ -411,18 +420,29 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
     return records
 
 
-def _zstd_frames(zstandard: Any, data: bytes, path: Path) -> bytes:
+def _zstd_frames(zstandard: Any, data: bytes, path: Path, limit: int = MAX_TRACE_BYTES) -> bytes:
     """Decompress concatenated zstd frames (Fixtura appends one per record), refusing a cut-off
-    last frame, which a streaming reader would silently return in part."""
-    parts = []
+    last frame, which a streaming reader would silently return in part, and stopping once the
+    output passes ``limit`` bytes (see ``MAX_TRACE_BYTES``)."""
+    parts: list[bytes] = []
+    total = 0
     context = zstandard.ZstdDecompressor()
     try:
         while data:
             frame = context.decompressobj()
-            parts.append(frame.decompress(data))
+            offset = 0
+            while not frame.eof and offset < len(data):
+                piece = data[offset: offset + _ZSTD_PIECE]
+                offset += len(piece)
+                out = frame.decompress(piece)
+                total += len(out)
+                if total > limit:
+                    raise TraceFormatError(f"{path}: decompresses to more than {limit} bytes; "
+                                           f"traces may be at most {limit} bytes")
+                parts.append(out)
             if not frame.eof:
                 raise TraceFormatError(f"{path}: not a readable zstd stream (the last frame is cut off)")
-            data = frame.unused_data
+            data = frame.unused_data + data[offset:]
     except zstandard.ZstdError as exc:
         raise TraceFormatError(f"{path}: not a readable zstd stream ({exc})") from None
     return b"".join(parts)

@@ -96,6 +96,7 @@ def read_case_file(path: Path) -> CaseFile:
     """Parse one case file. Raises CaseSyntaxError (with the line) when it is not JSON; any other
     problem is kept in ``problem`` so the item can report it as its own error."""
     try:
+        _check_size(path, CaseSyntaxError)
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise CaseSyntaxError(f"{shown(path)}: not UTF-8 text (byte {exc.start}); save the case file as UTF-8 JSON") from None
@@ -247,8 +248,18 @@ def _format_of(path: Path) -> str:
     return "openeval"
 
 
+def _check_size(path: Path, error: type[Exception]) -> None:
+    """Case and trace files are untrusted: one bigger than a trace may be is refused unread."""
+    from .adapters import MAX_TRACE_BYTES
+
+    size = path.stat().st_size
+    if size > MAX_TRACE_BYTES:
+        raise error(f"{shown(path)}: the file is {size} bytes; case and trace files may be at most {MAX_TRACE_BYTES} bytes")
+
+
 def _read_json(path: Path) -> Any:
     try:
+        _check_size(path, CaseError)
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise CaseError(f"{shown(path)}:{exc.lineno}:{exc.colno}: trace file is not valid JSON ({exc.msg})") from None

@@ -40,6 +40,12 @@ class MockMedBenchmark(Benchmark):
             raise ValueError(f"unknown MockMed arm {', '.join(map(repr, bad))}; valid: {', '.join(ARMS)}")
         if driver not in ("headless", "browser"):
             raise ValueError(f"unknown MockMed driver {driver!r}; valid: headless, browser")
+        if driver == "browser":
+            from .driver import browser_problem
+
+            problem = browser_problem()
+            if problem:
+                raise ValueError(problem)
         self.conditions, self.arms, self.runs, self.driver_kind = conditions, arms, runs, driver
         self._folder: Path | None = None
         self._server: Any = None
@@ -50,6 +56,9 @@ class MockMedBenchmark(Benchmark):
         self._agents: dict[str, Any] = {}
         self.workflow_path = Path(workflow_path) if workflow_path else None
         self._workflow_tmp: Path | None = None
+        if self.workflow_path is not None and self.workflow_path.exists() and "compiled" in arms:
+            # A given workflow is read now: a broken file is one usage line, not an error per item.
+            self._agents["compiled"] = CompiledReplay.load(self.workflow_path)
 
     # -- tasks ---------------------------------------------------------------------------------
     def list_tasks(self, limit: int | None = None) -> list[Task]:

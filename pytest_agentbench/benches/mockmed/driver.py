@@ -1645,6 +1645,19 @@ _TREE_JS = r"""
 """
 
 
+def browser_problem(executable_path: str = CHROMIUM) -> str | None:
+    """Why the browser driver cannot start here (no playwright package, no Chromium), or None.
+    Checked when the benchmark is made, so a missing piece is one usage line, not an error per item."""
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None:
+        return "--mockmed-driver browser needs the playwright package: pip install 'pytest-agentbench[browser]'"
+    if not Path(executable_path).exists():
+        return (f"--mockmed-driver browser needs Chromium at {executable_path} (apt-get install chromium); "
+                "it never downloads a browser")
+    return None
+
+
 class PlaywrightDriver:
     """MockMed in headless Chromium, with the same interface and tree as :class:`HeadlessDriver`.
 

@@ -5,7 +5,9 @@ What a run creates, all in the configured region:
 * one security group ``agentbench-<run_id>`` that lets SSH (tcp/22) in from ``ssh_cidr``, in the
   VPC of the ``subnet_id`` setting or else the region's default VPC;
 * one instance per worker, launched from the ``--pool-image`` AMI with the pool's cloud-init user
-  data; its root volume is deleted with it (``DeleteOnTermination``), so nothing else is left.
+  data; its root volume is encrypted (the account's default EBS key) and deleted with it
+  (``DeleteOnTermination``), so nothing else is left; the instance metadata service answers
+  IMDSv2 (token) requests only, since the user data carries the VM's SSH host key.
 
 Why it is built this way:
 
@@ -163,7 +165,8 @@ class AWSProvider(Provider):
         super().__init__(config)
         extra = config.extra or {}
         self.subnet_id: str | None = extra.get("subnet_id") or None
-        self.ssh_cidr: str = str(extra.get("ssh_cidr") or "0.0.0.0/0")
+        #: who may reach port 22; the pool always gives it (never open to all by default, see ingress.py)
+        self.ssh_cidr: str | None = str(extra["ssh_cidr"]) if extra.get("ssh_cidr") else None
         self.disk_gb: int | None = _disk_gb(extra.get("disk_gb"))
         self.group_name = f"agentbench-{config.run_id}"
         self.group_id: str | None = None
@@ -367,8 +370,14 @@ class AWSProvider(Provider):
         return str(response["GroupId"])
 
     def _allow_ssh(self, group_id: str) -> None:
-        rule = {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22,
-                "IpRanges": [{"CidrIp": self.ssh_cidr, "Description": "agentbench SSH"}]}
+        if not self.ssh_cidr:
+            raise _fail("no SSH ingress block was given; pass --pool-ssh-cidr (port 22 is never opened to everyone "
+                        "by default)")
+        rule: dict[str, Any] = {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22}
+        if ":" in self.ssh_cidr:
+            rule["Ipv6Ranges"] = [{"CidrIpv6": self.ssh_cidr, "Description": "agentbench SSH"}]
+        else:
+            rule["IpRanges"] = [{"CidrIp": self.ssh_cidr, "Description": "agentbench SSH"}]
         try:
             with self._aws(f"allow SSH from {self.ssh_cidr!r} into {group_id}"):
                 self._ec2().authorize_security_group_ingress(GroupId=group_id, IpPermissions=[rule])
@@ -404,6 +413,10 @@ class AWSProvider(Provider):
             "TagSpecifications": [{"ResourceType": "instance", "Tags": tags},
                                   {"ResourceType": "volume", "Tags": tags}],
             "BlockDeviceMappings": [self._root_volume(image)],
+            # IMDSv2 only: the user data holds the VM's SSH host key, and IMDSv1 hands it to any
+            # request a process on the VM can be tricked into making (SSRF); one hop keeps it
+            # from containers on the VM too.
+            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 1},
         }
         if self.subnet_id:
             request["SubnetId"] = self.subnet_id
@@ -412,12 +425,12 @@ class AWSProvider(Provider):
         return request
 
     def _root_volume(self, image: str) -> dict[str, Any]:
-        """The root disk: deleted with the instance; ``disk_gb`` GB of gp3 when set, else the
-        AMI's own size and type."""
+        """The root disk: encrypted, deleted with the instance; ``disk_gb`` GB of gp3 when set,
+        else the AMI's own size and type."""
         if image not in self._root_disks:
             self._root_disks[image] = _root_disk(self._describe_image(image))
         device, size = self._root_disks[image]
-        ebs: dict[str, Any] = {"DeleteOnTermination": True}
+        ebs: dict[str, Any] = {"DeleteOnTermination": True, "Encrypted": True}  # the account's default EBS key
         if self.disk_gb:
             ebs.update(VolumeSize=self.disk_gb, VolumeType="gp3")
         elif size:

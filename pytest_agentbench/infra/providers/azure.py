@@ -185,7 +185,8 @@ class AzureProvider(Provider):
         #: the ARM location name ("East US" → "eastus")
         self.location = self.region.replace(" ", "").lower()
         self.group = group_name(config.run_id)
-        self.ssh_cidr = str(config.extra.get("ssh_cidr") or "*")
+        #: who may reach port 22; the pool always gives it (never open to all by default, see ingress.py)
+        self.ssh_cidr: str | None = str(config.extra["ssh_cidr"]) if config.extra.get("ssh_cidr") else None
         self.disk_gb = int(config.extra.get("disk_gb") or DEFAULT_DISK_GB)
         self._clients_cache: _Clients | None = None
         self._lock = threading.Lock()
@@ -329,6 +330,9 @@ class AzureProvider(Provider):
                    f"creating virtual network '{VNET}'")
 
     def _create_nsg(self, clients: _Clients, tags: dict[str, str]) -> None:
+        if not self.ssh_cidr:
+            raise ProviderError("no SSH ingress block was given; pass --pool-ssh-cidr (port 22 is never opened to "
+                                "everyone by default)")
         m = clients.network_models
         ssh = m.SecurityRule(name="ssh-in", protocol="Tcp", direction="Inbound", access="Allow", priority=1000,
                              source_address_prefix=self.ssh_cidr, source_port_range="*",

@@ -1,0 +1,142 @@
+"""Fault injection on the cloud pool's deletion, against moto's server over real HTTP: a deletion
+cut short by an interrupt is redone in full by the next call, a round that fails is retried until
+the cloud lists nothing, and every way of not confirming prints the reaper command. The
+end-to-end signal tests (SIGINT then SIGTERM during deletion, SIGKILL of a worker) are in
+test_pool_lifecycle.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("boto3")
+pytest.importorskip("moto")
+
+from pytest_agentbench.infra.cloud_pool import CloudPool, PoolOptions  # noqa: E402
+from pytest_agentbench.infra.providers import make_provider  # noqa: E402
+from pytest_agentbench.infra.providers.base import ProviderConfig  # noqa: E402
+
+
+def ec2():
+    import boto3
+
+    return boto3.client("ec2", region_name="us-east-1")
+
+
+def live() -> list[str]:
+    found = ec2().describe_instances(Filters=[
+        {"Name": "tag-key", "Values": ["agentbench-run"]},
+        {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}])
+    return [i["InstanceId"] for r in found["Reservations"] for i in r["Instances"]]
+
+
+def groups() -> list[str]:
+    found = ec2().describe_security_groups(Filters=[{"Name": "tag-key", "Values": ["agentbench-run"]}])
+    return [g["GroupId"] for g in found["SecurityGroups"]]
+
+
+@pytest.fixture
+def pool(aws_env, moto_ami, tmp_path):
+    provider = make_provider("aws", ProviderConfig(run_id="faults", image=moto_ami, poll_interval=0, wait_timeout=5,
+                                                   extra={"ssh_cidr": "203.0.113.7/32"}))
+    lines: list[str] = []
+    cloud = CloudPool(provider, PoolOptions(run_id="faults", folder=tmp_path / "pool"), log=lines.append)
+    cloud.lines = lines  # type: ignore[attr-defined]
+    cloud.provision(2)
+    assert len(live()) == 2
+    return cloud
+
+
+def test_a_deletion_cut_short_is_redone_by_the_next_call(pool, monkeypatch):
+    provider = pool.provider
+    real = type(provider).destroy
+    calls = []
+
+    def interrupted_once(self, vms):
+        calls.append(len(vms))
+        if len(calls) == 1:
+            raise KeyboardInterrupt("second Ctrl-C")
+        return real(self, vms)
+
+    monkeypatch.setattr(type(provider), "destroy", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        pool.destroy()
+    assert len(live()) == 2 and not pool.destroyed
+    assert any("--agentbench-reap --pool aws --reap-run faults" in line for line in pool.lines)
+    # the cleanup's retry (config.add_cleanup) deletes everything
+    assert pool.destroy() == []
+    assert live() == [] and groups() == [] and pool.destroyed
+    assert json.loads((pool.options.folder / "pool.json").read_text())["destroyed"] is True
+    assert pool.destroy() == [] and len(calls) == 2  # confirmed: now a no-op
+
+
+def test_a_failed_round_is_retried_until_the_cloud_lists_nothing(pool, monkeypatch):
+    provider = pool.provider
+    real = type(provider).destroy
+    calls = []
+
+    def flaky(self, vms):
+        calls.append(1)
+        if len(calls) == 1:
+            return ["instance i-x: RequestLimitExceeded (test)"]
+        return real(self, vms)
+
+    monkeypatch.setattr(type(provider), "destroy", flaky)
+    assert pool.destroy() == []
+    assert len(calls) == 2 and live() == [] and groups() == []
+    assert not any("may remain" in line for line in pool.lines)
+
+
+def test_a_deletion_that_never_succeeds_names_the_reaper(pool, monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.setattr(type(pool.provider), "destroy", lambda self, vms: ["instance i-x: refused (test)"])
+        failures = pool.destroy()
+    assert failures == ["instance i-x: refused (test)"]
+    assert not pool.destroyed
+    assert pool.lines[-1] == ("agentbench pool: some resources may remain; run "
+                              "pytest --agentbench-reap --pool aws --reap-run faults")
+    assert pool.destroy() == [] and live() == []
+
+
+def test_pool_json_stays_whole_while_creation_threads_save(tmp_path, aws_env, moto_ami):
+    provider = make_provider("aws", ProviderConfig(run_id="saves", image=moto_ami, poll_interval=0))
+    cloud = CloudPool(provider, PoolOptions(run_id="saves", folder=tmp_path), log=lambda line: None)
+    from pytest_agentbench.infra.providers.base import VM
+
+    cloud.vms = [VM(name=f"vm{i}", provider="aws", resource_id=f"i-{i}", region="us-east-1", size="m", ssh_user="u",
+                    extra={"pad": "x" * 20000}) for i in range(20)]
+    errors: list[BaseException] = []
+
+    def save() -> None:
+        try:
+            for _ in range(40):
+                cloud._save()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                seen.append(Path(tmp_path / "pool.json").read_text())
+            except FileNotFoundError:
+                pass
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=save) for _ in range(8)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    reader.join()
+    assert not errors
+    assert not list(tmp_path.glob("*.tmp*"))
+    for text in [*seen, (tmp_path / "pool.json").read_text()]:
+        assert len(json.loads(text)["vms"]) == 20
