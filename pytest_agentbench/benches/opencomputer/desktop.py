@@ -153,16 +153,21 @@ class Desktop:
         self.app = app
         self.screen = screen
 
-    def launch(self, sandbox: Sandbox, task: dict[str, Any]) -> None:
+    def launch(self, sandbox: Sandbox, task: dict[str, Any], command: str | None = None) -> None:
+        """Start the app: ``command`` (OpenComputer's launch command for the task, run with
+        ``bash -lc``) when given, else the launcher table's."""
         probe = sandbox.run(["python3", "-c", "import pyautogui, pyperclip"], timeout=ACTION_TIMEOUT)
         if not probe.ok:
             from ...benchmark import InfrastructureError
 
             raise InfrastructureError("pyautogui and pyperclip must be importable by the sandbox's python3 to "
                                       f"play on the desktop: {probe.summary()}")
-        files = [f["sandbox_path"] for f in task.get("env", {}).get("files", [])
-                 if not f["filename"].startswith("setup_")]
-        sandbox.spawn([*launcher(self.app), *files[:1]])
+        if command is not None:
+            sandbox.spawn(["bash", "-lc", command])
+        else:
+            files = [f["sandbox_path"] for f in task.get("env", {}).get("files", [])
+                     if not f["filename"].startswith("setup_")]
+            sandbox.spawn([*launcher(self.app), *files[:1]])
         time.sleep(LAUNCH_SETTLE)  # the reference waits for a ready check and a stable window
 
     def observe(self, sandbox: Sandbox) -> Observation:

@@ -36,6 +36,10 @@ SANDBOX_ROOTS = (PurePosixPath("/home/user"), PurePosixPath("/tmp"))
 LLM_TAG = "llm_judged"
 
 
+class OpenComputerWarning(UserWarning):
+    """Task folders left out of a run (their names cannot be item ids)."""
+
+
 class OpenComputerTaskError(ValueError):
     """A task folder or task file that cannot be used. The message is one line naming the file."""
 
