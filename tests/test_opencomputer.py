@@ -476,3 +476,59 @@ def test_the_python_api_grades_an_end_state_and_keeps_the_sandbox_until_the_next
     assert (box.home / "verifiers" / "drawio.py").is_file()
     bench.close()
     assert bench.sandbox is None and not box.root.exists()
+
+
+# -- end states that remove files -------------------------------------------------------------------------
+OTHER = "/home/user/notes/other.txt"
+GONE = [{"command": f"check-file-exists {OTHER}", "key": "exists", "expected": False, "description": "other.txt gone"},
+        {"command": f"check-line {TODO} 1 'buy milk'", "key": "match", "expected": True, "description": "todo kept"}]
+TWO = {**SEED, "other.txt": (OTHER, "scratch\n")}
+
+
+def test_a_deleted_list_removes_what_the_agent_removed(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_deleted", GONE, files=TWO, end={".deleted": "# removed\nnotes/other.txt\n\n"})
+    notes_task(pytester.path, "notes_kept", GONE, files=TWO)  # an overlay alone cannot remove it
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(passed=1, failed=1)
+    assert record(pytester.path, "notes_deleted")["passed"] is True
+    assert _passes(record(pytester.path, "notes_kept")["criteria"]) == [False, True]
+
+
+def test_whole_home_snapshots_folder_or_tar_drop_what_they_lack(run, pytester: pytest.Pytester):
+    import tarfile
+
+    notes_task(pytester.path, "notes_snap", GONE, files=TWO, end={".snapshot": "", "notes/todo.txt": "buy milk\n"})
+    notes_task(pytester.path, "notes_tar", GONE, files=TWO)
+    shutil.rmtree(pytester.path / "end" / "notes_tar")
+    with tarfile.open(pytester.path / "end" / "notes_tar.tar.gz", "w:gz") as tar:
+        tar.add(pytester.path / "end" / "notes_snap" / "notes", arcname="./notes")
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(passed=2)
+
+
+def test_end_states_never_write_or_delete_through_a_link_the_sandbox_planted(run, pytester: pytest.Pytester):
+    outside = pytester.path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("keep me")
+    plant = {**SEED, "setup_link.sh": ("/home/user/setup_link.sh", f"ln -s {outside} /home/user/escape\n")}
+    notes_task(pytester.path, "notes_link", ERRORING[:1], files=plant,
+               end={"escape/pwned.txt": "x", ".deleted": "escape/victim.txt\n"})
+    run(*notes(pytester.path)).assert_outcomes(passed=1)
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+
+
+def test_a_deleted_list_that_climbs_out_is_an_error_naming_it(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_climb", ERRORING[:1], files=SEED, end={".deleted": "../../etc/passwd\n"})
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(errors=1)
+    assert "is not a path relative to /home/user (no '..')" in result.stdout.str()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--opencomputer-harness", "opencomputer"), "--opencomputer-harness opencomputer needs --opencomputer-tasks to name"),
+    (("--opencomputer-python", "/no/such/python"), "--opencomputer-python /no/such/python: not an executable file"),
+])
+def test_bad_harness_and_python_options_are_usage_errors(run, args: tuple[str, ...], message: str):
+    result = run(*oc(*args), "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
