@@ -32,7 +32,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 import traceback
 
 HOME = "/home/user"
@@ -231,5 +230,4 @@ def main():
 
 
 if __name__ == "__main__":
-    started = time.time()
     main()
