@@ -218,3 +218,27 @@ def test_the_image_python_answers_where_the_system_one_cannot(upstream: Path, tm
     if missing_packages("/usr/bin/python3"):
         assert system["passed"] is False
         assert "Pillow not installed" in json.dumps(system["criteria"])
+
+
+RULE_JUDGE = '''
+def judge(check, output):
+    """Reads the draw.io verifier's reply the way the task's prompts ask; no model."""
+    if check["command"].startswith("vertices"):
+        fills = {v["value"]: v["style"] for v in output}
+        return all("fillColor=#dae8fc" in fills.get(n, "") for n in ("Web1", "Web2")) and all(
+            "fillColor=#d5e8d4" in fills.get(n, "") for n in ("App1", "App2"))
+    if check["command"].startswith("connections"):
+        return any(e["source"] == "6" and e["target"] == "7" for e in output), "edge 6 -> 7 found"
+    return None
+'''
+
+
+def test_a_judge_evaluates_the_llm_checks_on_the_replies_of_opencomputers_verify_task(upstream: Path, tmp_path: Path):
+    (tmp_path / "rulejudge.py").write_text(RULE_JUDGE)
+    (tmp_path / "end").mkdir()
+    (tmp_path / "end" / "drawio_aws_cloud_arch").symlink_to(SOLVED_DRAWIO)
+    task = "drawio_aws_cloud_arch"
+    record = plugin_run(upstream, tmp_path / "end", tmp_path, [task], "--opencomputer-judge", "rulejudge:judge")[task]
+    assert [c["passed"] for c in record["criteria"]] == [True] * 14
+    assert (record["passed"], record["score"]) == (True, 1.0)
+    assert record["criteria"][13]["detail"] == "LLM-judged: edge 6 -> 7 found"
