@@ -209,7 +209,20 @@ def launch(request, box):
     return {"command": spec.build_launch_command(ctx), "error": None}
 
 
+def _not_dumpable():
+    """Keep the sandbox's other processes (the verifiers, code an end state put in ~/.profile,
+    which ``bash -l`` runs) from attaching to this one: same-uid ptrace needs a dumpable target."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
 def main():
+    _not_dumpable()
     parser = argparse.ArgumentParser()
     parser.add_argument("--checkout", required=True)
     parser.add_argument("phase", choices=("setup", "verify", "launch"))
