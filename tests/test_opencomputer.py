@@ -532,3 +532,35 @@ def test_bad_harness_and_python_options_are_usage_errors(run, args: tuple[str, .
     result = run(*oc(*args), "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
+
+
+# -- the image: uid 1000, its environment, its python3 --------------------------------------------------
+def test_sandboxes_run_as_the_images_user_with_its_python_also_under_a_login_shell():
+    import sys
+
+    from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
+    from pytest_agentbench.benches.opencomputer.image import missing_packages
+    from pytest_agentbench.infra.sandbox import choose_isolation
+
+    if probe_bwrap()[0] is None:
+        pytest.skip("needs bubblewrap (the image's user and python3 are bubblewrap binds)")
+    if missing_packages():
+        pytest.skip("this interpreter lacks the image's packages (pip install 'pytest-agentbench[opencomputer]')")
+    bench = OpenComputerBenchmark(TASKS, isolation=choose_isolation("bwrap"), python="current")
+    box = bench._new_sandbox()
+    try:
+        probe = "import os, sys, PIL, openpyxl, pptx, docx; print(os.getuid(), os.getgid(), sys.prefix)"
+        done = box.run(["bash", "-lc", f"python3 -c '{probe}'; echo $HOME $USER $SHELL $LC_ALL $XDG_RUNTIME_DIR"],
+                       timeout=60)
+        assert done.ok, done.stderr
+        ids, env = done.stdout.splitlines()
+        assert ids == f"1000 1000 {sys.prefix}"  # /etc/profile reset PATH; /usr/local/bin/python3 is this one
+        assert env == "/home/user user /bin/bash C.UTF-8 /tmp/runtime-user"
+        system = OpenComputerBenchmark(TASKS, isolation=choose_isolation("bwrap"), python="system")._new_sandbox()
+        try:
+            done = system.run(["bash", "-lc", "command -v python3"], timeout=60)
+            assert done.stdout.strip() in ("/usr/bin/python3", "/bin/python3")
+        finally:
+            system.close()
+    finally:
+        bench.close()
