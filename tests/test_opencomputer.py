@@ -564,3 +564,12 @@ def test_sandboxes_run_as_the_images_user_with_its_python_also_under_a_login_she
             system.close()
     finally:
         bench.close()
+
+
+def test_an_end_state_cannot_make_the_verifier_copy_write_outside(run, pytester: pytest.Pytester):
+    outside = pytester.path / "outside"
+    outside.mkdir()
+    notes_task(pytester.path, "notes_verifiers_link", ERRORING[:1], files=SEED)
+    (pytester.path / "end" / "notes_verifiers_link" / "verifiers").symlink_to(outside)
+    run(*notes(pytester.path)).assert_outcomes(passed=1)  # graded by the real verifier, copied in again
+    assert list(outside.iterdir()) == []

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,9 +79,15 @@ def install_verifier(sandbox: Sandbox, script: Path, app: str) -> str:
     """Copy the verifier to ``/home/user/verifiers/<app>.py`` (again before every grading, so an end
     state cannot bring its own); return that sandbox path."""
     target = f"{VERIFIER_DIR}/{app}.py"
+    folder = sandbox.path(VERIFIER_DIR)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):  # planted: never write through it
+        folder.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
     host = sandbox.path(target)
-    if host.is_symlink():  # planted by the end state: never write through it
+    if host.is_symlink():
         host.unlink()
+    elif host.is_dir():
+        shutil.rmtree(host)
     sandbox.place(script, target)
     sandbox.localize(target)
     return target
