@@ -242,3 +242,67 @@ def test_a_judge_evaluates_the_llm_checks_on_the_replies_of_opencomputers_verify
     assert [c["passed"] for c in record["criteria"]] == [True] * 14
     assert (record["passed"], record["score"]) == (True, 1.0)
     assert record["criteria"][13]["detail"] == "LLM-judged: edge 6 -> 7 found"
+
+
+def _checkout_with(upstream: Path, root: Path, tasks: dict[str, Any]) -> Path:
+    """A checkout whose harness and verifiers are OpenComputer's (linked, not copied) and whose
+    tasks are the given ones (``{id: task}``; a string value is written as the file's text)."""
+    checkout = root / "checkout"
+    (checkout / "task_generator" / "tasks").mkdir(parents=True)
+    for part in ("evaluation", "computer_env", "verifiers"):
+        (checkout / part).symlink_to(upstream / part)
+    for task_id, task in tasks.items():
+        folder = checkout / "task_generator" / "tasks" / task_id
+        (folder / "env").mkdir(parents=True)
+        if isinstance(task, str):
+            (folder / "task.json").write_text(task)
+            continue
+        for name, text in task.pop("_env", {}).items():
+            (folder / "env" / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / "env" / name).write_text(text)
+        (folder / "task.json").write_text(json.dumps(task))
+    return checkout
+
+
+NOTE = "/home/user/Documents/note.txt"
+ERROR_REPLY = [
+    {"command": f"check-file-exists {NOTE}", "key": "exists", "expected": True, "description": "seeded"},
+    {"command": "file-content /home/user/Documents/never_written.txt", "key": "content", "expected": "x",
+     "description": "a key check on an error reply"},
+    {"command": "file-content /home/user/Documents/never_written.txt", "eval": "'error' in result",
+     "description": "an eval on the same error reply"},
+]
+
+
+def test_opencomputers_verify_task_rules_on_an_error_reply_and_the_strict_mode(upstream: Path, tmp_path: Path):
+    task = {"id": "gedit_error_reply", "app": "gedit", "task": "Leave the note.", "_env": {"note.txt": "hi\n"},
+            "env": {"files": [{"filename": "note.txt", "sandbox_path": NOTE}]}, "verification": ERROR_REPLY}
+    checkout = _checkout_with(upstream, tmp_path, {"gedit_error_reply": task})
+    (tmp_path / "end" / "gedit_error_reply").mkdir(parents=True)
+    record = plugin_run(checkout, tmp_path / "end", tmp_path, ["gedit_error_reply"])["gedit_error_reply"]
+    assert [c["passed"] for c in record["criteria"]] == [True, False, True]  # the eval still runs, and passes
+    assert (record["score"], record["passed"]) == (0.6667, False)
+    assert record["criteria"][1]["detail"].startswith("verifier error: File not found")
+    (tmp_path / "results").rename(tmp_path / "results_fail")
+    strict = plugin_run(checkout, tmp_path / "end", tmp_path, ["gedit_error_reply"],
+                        "--opencomputer-verifier-errors", "error")
+    strict_record = strict["gedit_error_reply"]
+    assert strict_record["error_type"] == "evaluation"
+    assert "2 of 3 checks could not run: verification[1] `file-content" in strict_record["error"]
+
+
+def test_in_a_checkout_a_failing_setup_step_or_a_broken_file_is_one_item_error(upstream: Path, tmp_path: Path):
+    failing = {"id": "gedit_bad_setup", "app": "gedit", "task": "x", "verification": ERROR_REPLY[:1],
+               "_env": {"setup_fail.sh": "echo cannot >&2; exit 3\n"},
+               "env": {"files": [{"filename": "setup_fail.sh", "sandbox_path": "/home/user/setup_fail.sh"}]}}
+    good = {"id": "gedit_fine", "app": "gedit", "task": "x", "_env": {"sub/dir/note.txt": "hi\n"},
+            "env": {"files": [{"filename": "sub/dir/note.txt", "sandbox_path": NOTE}]}, "verification": ERROR_REPLY[:1]}
+    checkout = _checkout_with(upstream, tmp_path, {"gedit_bad_setup": failing, "gedit_broken": "{not json",
+                                                   "gedit_fine": good})
+    for task_id in ("gedit_bad_setup", "gedit_broken", "gedit_fine"):
+        (tmp_path / "end" / task_id).mkdir(parents=True)
+    records = plugin_run(checkout, tmp_path / "end", tmp_path, ["gedit_bad_setup", "gedit_broken", "gedit_fine"])
+    assert records["gedit_fine"]["passed"] is True  # env files in subfolders reach their sandbox paths
+    assert ("OpenComputer's setup failed at run_task_setup_scripts: CommandExitException"
+            in records["gedit_bad_setup"]["error"])
+    assert "not valid JSON" in records["gedit_broken"]["error"]
