@@ -546,7 +546,8 @@ def add_pool_options(parser: pytest.Parser) -> None:
 
 # -- OpenComputer and sandbox options ---------------------------------------------------------------------------------------
 OPENCOMPUTER_DEFAULT_TIMEOUT = 30.0
-OPENCOMPUTER_VERIFIER_ERRORS = ("error", "fail")
+OPENCOMPUTER_VERIFIER_ERRORS = ("fail", "error")
+OPENCOMPUTER_HARNESS = ("auto", "opencomputer", "builtin")
 SANDBOX_ISOLATION_MODES = ("auto", "bwrap", "none")
 
 
@@ -589,11 +590,20 @@ def add_opencomputer_options(parser: pytest.Parser) -> None:
                         help="judge of the LLM-judged checks, judge(check, output) -> bool | None; "
                              "without it they are not evaluated.")
         group.addoption("--opencomputer-verifier-errors", default=None, choices=OPENCOMPUTER_VERIFIER_ERRORS,
-                        help="a verifier that cannot answer ({\"error\": ...}, a crash, a timeout) makes the "
-                             "item an error (default) or fails that check (fail, as OpenComputer does).")
+                        help="a verifier that answers an error ({\"error\": ...}, a crash, a timeout) fails that "
+                             "check, as OpenComputer does (fail, default), or makes the item an error (error).")
+        group.addoption("--opencomputer-harness", default=None, choices=OPENCOMPUTER_HARNESS,
+                        help="who sets up and grades: OpenComputer's own harness code from the checkout "
+                             "--opencomputer-tasks names (opencomputer), this plugin's checker (builtin), or the "
+                             "first when there is a checkout (auto, default).")
+        group.addoption("--opencomputer-python", default=None, metavar="auto|system|current|PATH",
+                        help="the sandbox's python3: an interpreter with the packages of OpenComputer's image "
+                             "(current, or a PATH), the host's /usr/bin/python3 (system), or the current one "
+                             "when it has them, else the system's (auto, default).")
     for key, text in (("tasks", "as --opencomputer-tasks"), ("verifiers", "as --opencomputer-verifiers"),
                       ("end_state", "as --opencomputer-end-state"), ("timeout", "as --opencomputer-timeout"),
-                      ("judge", "as --opencomputer-judge"), ("verifier_errors", "as --opencomputer-verifier-errors")):
+                      ("judge", "as --opencomputer-judge"), ("verifier_errors", "as --opencomputer-verifier-errors"),
+                      ("harness", "as --opencomputer-harness"), ("python", "as --opencomputer-python")):
         _addini_once(parser, f"agentbench_opencomputer_{key}", text)
 
 

@@ -206,7 +206,7 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
         return OpenComputerBenchmark.from_config(config)
 
     registry.register("opencomputer", opencomputer,
-                      description="OpenComputer tasks graded by their own verifiers in a sandbox (--opencomputer-tasks DIR)")
+                      description="OpenComputer tasks, set up and graded by its own harness code in a sandbox (--opencomputer-tasks CHECKOUT)")
 
     registry.register_suite("extradup", extradup, description="does a reward pay for wrong writes? (MockMed records)")
 

@@ -75,7 +75,8 @@ def test_an_openComputer_checkout_is_accepted(run, pytester: pytest.Pytester):
     assert ids(run(*oc("--collect-only", "-q", tasks=pytester.path / "OpenComputer"))) == IDS
 
 
-def test_an_invalid_task_file_is_a_usage_error_naming_it(run, pytester: pytest.Pytester):
+@pytest.mark.filterwarnings("ignore::pytest_agentbench.benches.opencomputer.tasks.OpenComputerWarning")
+def test_an_invalid_task_file_is_one_item_error_naming_it_and_the_others_still_run(run, pytester: pytest.Pytester):
     tasks = pytester.path / "tasks"
     shutil.copytree(TASKS, tasks)
     bad = tasks / DRAWIO / "task.json"
@@ -83,11 +84,31 @@ def test_an_invalid_task_file_is_a_usage_error_naming_it(run, pytester: pytest.P
     data["verification"][3] = {"command": "check-label-exists x EC2", "description": "no key, no eval"}
     bad.write_text(json.dumps(data))
     (tasks / "calc_inventory_sort_filter" / "task.json").write_text("{not json")
-    result = run(*oc("--collect-only", tasks=tasks))
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    err = result.stderr.str()
-    assert f"OpenComputer task file {tasks / 'calc_inventory_sort_filter' / 'task.json'}: not valid JSON" in err
-    assert "(and 1 more invalid task file)" in err
+    (tasks / "bad [name]").mkdir()
+    (tasks / "bad [name]" / "task.json").write_text("{}")
+    collected = run(*oc("--collect-only", "-q", tasks=tasks))
+    assert collected.ret == pytest.ExitCode.OK
+    assert ids(collected) == [IDS[0], IDS[1], "bench/opencomputer::invalid_task::calc_inventory_sort_filter"]
+    from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
+    from pytest_agentbench.benches.opencomputer.tasks import OpenComputerWarning
+
+    with pytest.warns(OpenComputerWarning, match=r"left out: OpenComputer task folder .*bad \[name\]: its name"):
+        assert len(OpenComputerBenchmark(tasks).list_tasks()) == 3  # reported once, then left out
+    # selection still works: the good task alone runs, the broken ones are not touched
+    assert ids(run(*oc("--bench-task", "audacity_export_segment_wav", "--collect-only", "-q", tasks=tasks))) == IDS[:1]
+    result = run(*graded(SOLVED, "-m", "drawio or invalid_task", tasks=tasks))
+    result.assert_outcomes(errors=2)
+    out = result.stdout.str()
+    assert f"OpenComputer task file {bad}: verification[3]: a check needs 'key' and 'expected'" in out
+    assert f"OpenComputer task file {tasks / 'calc_inventory_sort_filter' / 'task.json'}: not valid JSON" in out
+
+
+def test_env_files_in_subfolders_are_accepted(tmp_path: Path):
+    path = tmp_path / DRAWIO / "task.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(_task(env={"files": [{"filename": "project/src/Main.java",
+                                                     "sandbox_path": "/home/user/project/src/Main.java"}]})))
+    assert read_task(path).raw_config["env"]["files"][0]["filename"] == "project/src/Main.java"
 
 
 def _task(**changes: Any) -> dict[str, Any]:
@@ -114,7 +135,8 @@ def _task(**changes: Any) -> dict[str, Any]:
     (_task(verification=[{"judge": "llm"}]), "an LLM-judged check needs a 'prompt'"),
     (_task(env={"files": [{"filename": "a.drawio", "sandbox_path": "/etc/a.drawio"}]}),
      "'sandbox_path' '/etc/a.drawio' must be a file under /home/user or /tmp"),
-    (_task(env={"files": [{"filename": "../a", "sandbox_path": "/home/user/a"}]}), "'filename' must be a file name"),
+    (_task(env={"files": [{"filename": "../a", "sandbox_path": "/home/user/a"}]}), "'filename' must be a relative path"),
+    (_task(env={"files": [{"filename": "/etc/passwd", "sandbox_path": "/home/user/a"}]}), "'filename' must be a relative"),
 ])
 def test_task_file_checks(tmp_path: Path, data: Any, message: str):
     path = tmp_path / DRAWIO / "task.json"
@@ -157,37 +179,36 @@ def _passes(criteria: list[dict[str, Any]] | list[Criterion]) -> list[bool | Non
     return [c["passed"] if isinstance(c, dict) else c.passed for c in criteria]
 
 
-def test_solved_end_state_passes_and_matches_the_reference_check_by_check(run, pytester: pytest.Pytester):
-    result = run(*graded(SOLVED, "-k", "drawio"))
-    result.assert_outcomes(passed=1)
+def test_solved_end_state_is_not_fully_evaluated_without_a_judge_and_scores_as_the_reference(run, pytester):
+    result = run(*graded(SOLVED, "-k", "drawio", "-rs"))
+    result.assert_outcomes(skipped=1)  # 12 of 14 passed, the 2 LLM-judged checks not run: it cannot pass
+    assert ("not evaluated: not fully evaluated: 12 of 14 checks passed (reward 0.8571); 2 LLM-judged checks not "
+            "run (no judge: --opencomputer-judge); every other check passed") in result.stdout.str()
     rec = record(pytester.path, DRAWIO)
-    assert (rec["score"], rec["passed"], rec["agent"], rec["num_steps"]) == (1.0, True, "end-state", 0)
     ref = reference("solved_offline")
+    assert (rec["score"], rec["passed"], rec["agent"], rec["num_steps"]) == (ref["reward"], None, "end-state", 0)
     expected = [None if e.get("judge") == "llm" else e["passed"] for e in ref["verification_details"]]
-    assert _passes(rec["criteria"]) == expected  # 12 passed, the 2 LLM-judged ones not evaluated
+    assert _passes(rec["criteria"]) == expected
     assert [c["name"] for c in rec["criteria"]] == [
         c.get("description") for c in json.loads((TASKS / DRAWIO / "task.json").read_text())["verification"]]
-    # the reference harness scores the same end state 12/14, not a full pass
     assert reference_reward([Criterion(**c) for c in rec["criteria"]]) == ref["reward"] == 0.8571
-    assert "the reference harness would count them as failed: 12/14 = 0.8571" in rec["reason"]
 
 
-def test_start_state_fails_with_partial_credit_and_every_criterion_shown(run, pytester: pytest.Pytester):
+def test_start_state_fails_with_the_reference_reward_and_every_criterion_shown(run, pytester: pytest.Pytester):
     (pytester.path / "noop" / DRAWIO).mkdir(parents=True)  # the agent changed nothing
     result = run(*graded(pytester.path / "noop", "-k", "drawio"))
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "checker failed: score 0.333 after 0 steps: 4 of 12 evaluated checks passed" in out
+    assert "checker failed: score 0.286 after 0 steps: 4 of 14 checks passed (reward 0.2857); failed:" in out
     for check in json.loads((TASKS / DRAWIO / "task.json").read_text())["verification"]:
         assert check["description"] in out
     assert "Page 0 has exactly 10 vertices" in out and "match=false, expected true" in out
     assert "n/a     LLM-judged: not evaluated" in out
     rec = record(pytester.path, DRAWIO)
-    assert rec["score"] == pytest.approx(4 / 12) and rec["passed"] is False
     ref = reference("initial_state")
+    assert rec["score"] == ref["reward"] == 0.2857 and rec["passed"] is False
     assert _passes(rec["criteria"]) == [None if e.get("judge") == "llm" else e["passed"]
                                         for e in ref["verification_details"]]
-    assert reference_reward([Criterion(**c) for c in rec["criteria"]]) == ref["reward"] == 0.2857
     vertices = rec["criteria"][1]
     assert (vertices["expected"], vertices["actual"]) == (True, False)
 
@@ -211,7 +232,7 @@ def test_a_configured_judge_evaluates_the_llm_checks(run, pytester: pytest.Pytes
     result = run(*graded(SOLVED, "-k", "drawio", "--opencomputer-judge", "myjudge:judge"))
     result.assert_outcomes(passed=1)
     rec = record(pytester.path, DRAWIO)
-    assert _passes(rec["criteria"]) == [True] * 14
+    assert _passes(rec["criteria"]) == [True] * 14 and rec["score"] == 1.0
     assert rec["criteria"][12]["detail"] == "LLM-judged: colours read from the styles"
     assert rec["criteria"][13]["actual"] == [{"id": "20", "source": "6", "target": "7", "value": ""}]
 
@@ -264,7 +285,7 @@ def test_env_files_setup_scripts_and_end_state_all_reach_the_checks(run, pyteste
     assert rec["criteria"][3]["detail"].startswith("eval -> True: ")
 
 
-def test_partial_credit_is_passed_over_evaluated(run, pytester: pytest.Pytester):
+def test_partial_credit_is_passed_over_all_checks(run, pytester: pytest.Pytester):
     notes_task(pytester.path, "notes_half", [
         {"command": f"check-line {TODO} 1 'buy milk'", "key": "match", "expected": True, "description": "first line"},
         {"command": f"check-line {TODO} 2 'call mom'", "key": "match", "expected": True, "description": "second line"},
@@ -275,7 +296,7 @@ def test_partial_credit_is_passed_over_evaluated(run, pytester: pytest.Pytester)
     result.assert_outcomes(failed=1)
     rec = record(pytester.path, "notes_half")
     assert _passes(rec["criteria"]) == [True, False, False, None]
-    assert rec["score"] == pytest.approx(1 / 3)
+    assert rec["score"] == 0.25  # the unjudged check counts as failed, as in OpenComputer
     assert rec["criteria"][2]["detail"] == "eval raised IndexError: list index out of range: result[5] == 'x'"
 
 
@@ -284,40 +305,45 @@ def test_only_llm_checks_and_no_judge_is_skipped_as_not_evaluated(run, pytester:
                files=SEED)
     result = run(*notes(pytester.path), "-rs")
     result.assert_outcomes(skipped=1)
-    assert "not evaluated: 0 of 0 evaluated checks passed, 1 not evaluated" in result.stdout.str()
+    assert "not evaluated: not fully evaluated: 0 of 1 checks passed (reward 0.0000)" in result.stdout.str()
 
 
 ERRORING = [
     {"command": f"check-line {TODO} 1 'buy milk'", "key": "match", "expected": True, "description": "fine"},
     {"command": "no-such-command x", "key": "match", "expected": True, "description": "unknown command"},
+    {"command": "no-such-command y", "eval": "'error' in result", "description": "eval on the error reply"},
 ]
 
 
-def test_a_verifier_error_is_an_evaluation_error_not_a_failure(run, pytester: pytest.Pytester):
+def test_a_verifier_error_fails_its_check_and_eval_still_runs_on_the_reply(run, pytester: pytest.Pytester):
     notes_task(pytester.path, "notes_error", ERRORING, files=SEED)
     result = run(*notes(pytester.path))
+    result.assert_outcomes(failed=1)
+    rec = record(pytester.path, "notes_error")
+    assert _passes(rec["criteria"]) == [True, False, True]  # as verify_task: the eval passes on {"error": ...}
+    assert rec["score"] == 0.6667
+    assert rec["criteria"][1]["detail"].startswith("verifier error: Unknown command: no-such-command")
+    assert rec["criteria"][2]["actual"]["error"].startswith("Unknown command: no-such-command.")
+
+
+def test_strict_mode_makes_a_verifier_error_an_evaluation_error(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_error", ERRORING, files=SEED)
+    result = run(*notes(pytester.path, "--opencomputer-verifier-errors", "error"))
     result.assert_outcomes(errors=1)
-    out = result.stdout.str()
-    assert ("evaluation error: checker failed: EvaluationError: 1 of 2 checks could not run: verification[1] "
-            "`no-such-command x`: verifier error: Unknown command: no-such-command.") in out
+    assert ("evaluation error: checker failed: EvaluationError: 2 of 3 checks could not run: verification[1] "
+            "`no-such-command x`: verifier error: Unknown command: no-such-command.") in result.stdout.str()
     rec = record(pytester.path, "notes_error")
     assert (rec["error_type"], rec["outcome"]) == ("evaluation", False)
 
 
-def test_verifier_errors_fail_the_check_when_asked_as_the_reference_does(run, pytester: pytest.Pytester):
-    notes_task(pytester.path, "notes_error", ERRORING, files=SEED)
-    result = run(*notes(pytester.path, "--opencomputer-verifier-errors", "fail"))
-    result.assert_outcomes(failed=1)
-    rec = record(pytester.path, "notes_error")
-    assert _passes(rec["criteria"]) == [True, False]
-    assert rec["criteria"][1]["detail"].startswith("could not check: verifier error: Unknown command")
-
-
-def test_a_hanging_checker_is_killed_at_the_timeout_and_is_an_error(run, pytester: pytest.Pytester):
+def test_a_hanging_checker_is_killed_at_the_timeout_and_fails_its_check(run, pytester: pytest.Pytester):
     notes_task(pytester.path, "notes_hang", [{"command": "wait 60", "key": "waited", "expected": 60}], files=SEED)
     result = run(*notes(pytester.path, "--opencomputer-timeout", "0.5"))
-    result.assert_outcomes(errors=1)
-    assert "verification[0] `wait 60`: timed out after 0.5 s (killed)" in result.stdout.str()
+    result.assert_outcomes(failed=1)
+    assert "verifier error: Command timed out after 0.5s (wait 60)" in result.stdout.str()
+    strict = run(*notes(pytester.path, "--opencomputer-timeout", "0.5", "--opencomputer-verifier-errors", "error"))
+    strict.assert_outcomes(errors=1)
+    assert "verification[0] `wait 60`: timed out after 0.5 s (killed)" in strict.stdout.str()
 
 
 def test_a_missing_env_file_or_failing_setup_is_an_infrastructure_error(run, pytester: pytest.Pytester):
@@ -361,7 +387,7 @@ def test_checks_run_without_network(run, pytester: pytest.Pytester):
 
 def test_end_states_under_xdist(run_sub):
     result = run_sub(*graded(SOLVED, "-n", "2"))
-    result.assert_outcomes(passed=1, skipped=2)
+    result.assert_outcomes(skipped=3)  # drawio not fully evaluated, the others without an end state
 
 
 # -- agents and the desktop -----------------------------------------------------------------------------
@@ -413,13 +439,13 @@ def test_actions_the_desktop_cannot_do():
 
 # -- the reference's result files ------------------------------------------------------------------------
 def test_reference_check_results_parse_and_score_both_ways():
-    for name, passed, score in (("initial_state", 4, 4 / 12), ("solved_offline", 12, 1.0)):
+    for name, passed, outcome in (("initial_state", 4, False), ("solved_offline", 12, None)):
         data = reference(name)
         as_recorded = read_check_results(data)
         assert sum(1 for c in as_recorded.criteria if c.passed) == passed == data["checks_passed"]
-        assert as_recorded.score == pytest.approx(passed / 14)
+        assert (as_recorded.score, as_recorded.passed) == (data["reward"], False)
         ours = read_check_results(data, llm="not-evaluated")
-        assert ours.score == pytest.approx(score)
+        assert (ours.score, ours.passed) == (data["reward"], outcome)  # solved: only the unjudged checks miss
         assert _passes(ours.criteria)[-2:] == [None, None]
         assert reference_reward(ours.criteria) == data["reward"]
     kinds = [c.detail.split(" ")[0] for c in criteria_from_details(reference("solved_offline")["verification_details"])]
@@ -443,10 +469,107 @@ def test_the_python_api_grades_an_end_state_and_keeps_the_sandbox_until_the_next
 
     bench = OpenComputerBenchmark(TASKS, verifiers_dir=VERIFIERS, end_state_dir=SOLVED, isolation=Isolation("none"))
     [rec] = evaluate_agent_on_benchmark(NoopAgent(), bench, [DRAWIO])
-    assert (rec.verdict.score, rec.verdict.passed, rec.error) == (1.0, True, None)
+    assert (rec.verdict.score, rec.verdict.passed, rec.error) == (0.8571, None, None)
     box = bench.sandbox
     solved = SOLVED / DRAWIO / "Documents" / "aws_arch.drawio"
     assert (box.home / "Documents" / "aws_arch.drawio").read_bytes() == solved.read_bytes()
     assert (box.home / "verifiers" / "drawio.py").is_file()
     bench.close()
     assert bench.sandbox is None and not box.root.exists()
+
+
+# -- end states that remove files -------------------------------------------------------------------------
+OTHER = "/home/user/notes/other.txt"
+GONE = [{"command": f"check-file-exists {OTHER}", "key": "exists", "expected": False, "description": "other.txt gone"},
+        {"command": f"check-line {TODO} 1 'buy milk'", "key": "match", "expected": True, "description": "todo kept"}]
+TWO = {**SEED, "other.txt": (OTHER, "scratch\n")}
+
+
+def test_a_deleted_list_removes_what_the_agent_removed(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_deleted", GONE, files=TWO, end={".deleted": "# removed\nnotes/other.txt\n\n"})
+    notes_task(pytester.path, "notes_kept", GONE, files=TWO)  # an overlay alone cannot remove it
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(passed=1, failed=1)
+    assert record(pytester.path, "notes_deleted")["passed"] is True
+    assert _passes(record(pytester.path, "notes_kept")["criteria"]) == [False, True]
+
+
+def test_whole_home_snapshots_folder_or_tar_drop_what_they_lack(run, pytester: pytest.Pytester):
+    import tarfile
+
+    notes_task(pytester.path, "notes_snap", GONE, files=TWO, end={".snapshot": "", "notes/todo.txt": "buy milk\n"})
+    notes_task(pytester.path, "notes_tar", GONE, files=TWO)
+    shutil.rmtree(pytester.path / "end" / "notes_tar")
+    with tarfile.open(pytester.path / "end" / "notes_tar.tar.gz", "w:gz") as tar:
+        tar.add(pytester.path / "end" / "notes_snap" / "notes", arcname="./notes")
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(passed=2)
+
+
+def test_end_states_never_write_or_delete_through_a_link_the_sandbox_planted(run, pytester: pytest.Pytester):
+    outside = pytester.path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("keep me")
+    plant = {**SEED, "setup_link.sh": ("/home/user/setup_link.sh", f"ln -s {outside} /home/user/escape\n")}
+    notes_task(pytester.path, "notes_link", ERRORING[:1], files=plant,
+               end={"escape/pwned.txt": "x", ".deleted": "escape/victim.txt\n"})
+    run(*notes(pytester.path)).assert_outcomes(passed=1)
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+
+
+def test_a_deleted_list_that_climbs_out_is_an_error_naming_it(run, pytester: pytest.Pytester):
+    notes_task(pytester.path, "notes_climb", ERRORING[:1], files=SEED, end={".deleted": "../../etc/passwd\n"})
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(errors=1)
+    assert "is not a path relative to /home/user (no '..')" in result.stdout.str()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--opencomputer-harness", "opencomputer"), "--opencomputer-harness opencomputer needs --opencomputer-tasks to name"),
+    (("--opencomputer-python", "/no/such/python"), "--opencomputer-python /no/such/python: not an executable file"),
+])
+def test_bad_harness_and_python_options_are_usage_errors(run, args: tuple[str, ...], message: str):
+    result = run(*oc(*args), "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+# -- the image: uid 1000, its environment, its python3 --------------------------------------------------
+def test_sandboxes_run_as_the_images_user_with_its_python_also_under_a_login_shell():
+    import sys
+
+    from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
+    from pytest_agentbench.benches.opencomputer.image import missing_packages
+    from pytest_agentbench.infra.sandbox import choose_isolation
+
+    if probe_bwrap()[0] is None:
+        pytest.skip("needs bubblewrap (the image's user and python3 are bubblewrap binds)")
+    if missing_packages():
+        pytest.skip("this interpreter lacks the image's packages (pip install 'pytest-agentbench[opencomputer]')")
+    bench = OpenComputerBenchmark(TASKS, isolation=choose_isolation("bwrap"), python="current")
+    box = bench._new_sandbox()
+    try:
+        probe = "import os, sys, PIL, openpyxl, pptx, docx; print(os.getuid(), os.getgid(), sys.prefix)"
+        done = box.run(["bash", "-lc", f"python3 -c '{probe}'; echo $HOME $USER $SHELL $LC_ALL $XDG_RUNTIME_DIR"],
+                       timeout=60)
+        assert done.ok, done.stderr
+        ids, env = done.stdout.splitlines()
+        assert ids == f"1000 1000 {sys.prefix}"  # /etc/profile reset PATH; /usr/local/bin/python3 is this one
+        assert env == "/home/user user /bin/bash C.UTF-8 /tmp/runtime-user"
+        system = OpenComputerBenchmark(TASKS, isolation=choose_isolation("bwrap"), python="system")._new_sandbox()
+        try:
+            done = system.run(["bash", "-lc", "command -v python3"], timeout=60)
+            assert done.stdout.strip() in ("/usr/bin/python3", "/bin/python3")
+        finally:
+            system.close()
+    finally:
+        bench.close()
+
+
+def test_an_end_state_cannot_make_the_verifier_copy_write_outside(run, pytester: pytest.Pytester):
+    outside = pytester.path / "outside"
+    outside.mkdir()
+    notes_task(pytester.path, "notes_verifiers_link", ERRORING[:1], files=SEED)
+    (pytester.path / "end" / "notes_verifiers_link" / "verifiers").symlink_to(outside)
+    run(*notes(pytester.path)).assert_outcomes(passed=1)  # graded by the real verifier, copied in again
+    assert list(outside.iterdir()) == []

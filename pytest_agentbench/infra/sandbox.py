@@ -123,13 +123,18 @@ def _system_binds() -> list[str]:
 
 
 def bwrap_argv(bwrap: str, home: str | Path, tmp: str | Path, *, env: Mapping[str, str],
-               ro_binds: Sequence[tuple[str, str]] = (), cwd: str = HOME) -> list[str]:
-    """The bubblewrap command line that runs a command in the sandbox (the command follows it)."""
+               ro_binds: Sequence[tuple[str, str]] = (), cwd: str = HOME, uid: int | None = None) -> list[str]:
+    """The bubblewrap command line that runs a command in the sandbox (the command follows it).
+
+    ``uid``: the user (and group) id commands run as inside (OpenComputer's image runs its user as
+    1000); None keeps the caller's."""
     args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             *_system_binds(), "--proc", "/proc", "--dev", "/dev",
             "--bind", str(home), HOME, "--bind", str(tmp), TMP]
     for source, target in ro_binds:
         args += ["--ro-bind", source, target]
+    if uid is not None:
+        args += ["--uid", str(uid), "--gid", str(uid)]
     args += ["--chdir", cwd, "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
@@ -180,7 +185,7 @@ class Sandbox:
     ``tmp/`` (``/tmp`` inside). Create one per item; :meth:`close` deletes it."""
 
     def __init__(self, root: str | Path, isolation: Isolation, *, env: Mapping[str, str] | None = None,
-                 ro_binds: Sequence[tuple[str, str]] = ()) -> None:
+                 ro_binds: Sequence[tuple[str, str]] = (), uid: int | None = None) -> None:
         self.root = Path(root)
         self.isolation = isolation
         self.home = self.root / "home"
@@ -191,6 +196,8 @@ class Sandbox:
         self.env = dict(env or {})
         #: extra read-only binds ``(host path, sandbox path)``, honoured with bubblewrap only
         self.ro_binds = list(ro_binds)
+        #: the user id commands run as, with bubblewrap only (None: the caller's)
+        self.uid = uid
         self._background: list[subprocess.Popen[bytes]] = []
         self.closed = False
 
@@ -279,17 +286,19 @@ class Sandbox:
     def _from_host(self, text: str) -> str:
         return text.replace(str(self.home), HOME).replace(str(self.tmp), TMP)
 
-    def command(self, argv: Sequence[str], *, cwd: str = HOME) -> tuple[list[str], dict[str, str] | None, str | None]:
-        """``(argv, env, cwd)`` for ``subprocess`` that run ``argv`` in this sandbox."""
+    def command(self, argv: Sequence[str], *, cwd: str = HOME, ro_binds: Sequence[tuple[str, str]] = (),
+                ) -> tuple[list[str], dict[str, str] | None, str | None]:
+        """``(argv, env, cwd)`` for ``subprocess`` that run ``argv`` in this sandbox; ``ro_binds``
+        are extra read-only binds for this command only (bubblewrap only)."""
         if self.isolated:
             assert self.isolation.bwrap is not None
             prefix = bwrap_argv(self.isolation.bwrap, self.home, self.tmp, env=self._inside_env(),
-                                ro_binds=self.ro_binds, cwd=cwd)
+                                ro_binds=[*self.ro_binds, *ro_binds], cwd=cwd, uid=self.uid)
             return [*prefix, *argv], {}, None
         return [self._to_host(a) for a in argv], self._host_env(), self._to_host(cwd)
 
     def run(self, argv: Sequence[str], *, timeout: float, input: str | bytes | None = None,
-            cwd: str = HOME) -> RunResult:
+            cwd: str = HOME, ro_binds: Sequence[tuple[str, str]] = ()) -> RunResult:
         """Run ``argv`` in the sandbox and wait at most ``timeout`` seconds.
 
         At the timeout the command's whole process tree is killed (its process group; with
@@ -297,7 +306,7 @@ class Sandbox:
         what the command does; ``OSError`` when it cannot be started at all."""
         if self.closed:
             raise SandboxError(f"sandbox {self.root} is closed")
-        full, env, workdir = self.command(argv, cwd=cwd)
+        full, env, workdir = self.command(argv, cwd=cwd, ro_binds=ro_binds)
         data = input.encode("utf-8") if isinstance(input, str) else input
         started = time.perf_counter()
         proc = subprocess.Popen(full, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,

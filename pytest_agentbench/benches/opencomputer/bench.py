@@ -1,20 +1,24 @@
-"""The OpenComputer benchmark: tasks as items, each graded by OpenComputer's own checks in a fresh
-sandbox.
+"""The OpenComputer benchmark: tasks as items, each set up and graded as OpenComputer does, in a
+fresh sandbox.
 
 Each item (``bench/opencomputer::<app>::<task id>``) plays one episode:
 
-* ``reset``: a fresh sandbox (``infra/sandbox.py``), the task's start state laid out in it
-  (``environment.prepare``: env files, ``create_env.py``, setup scripts), then either
-  - **end-state mode** (``--opencomputer-end-state DIR``): ``DIR/<id>/`` is copied over the home
-    folder and the benchmark's own stand-in agent says done at once (no model is called); or
+* ``reset``: a fresh sandbox (``infra/sandbox.py``: uid 1000, the image's environment and
+  ``python3``, ``image.py``) holding the task's start state, laid by OpenComputer's own harness
+  code when ``--opencomputer-tasks`` names a checkout (``harness.py``: verifier upload, env files,
+  the app's prepare hooks, setup scripts), else by ``environment.prepare``; then either
+  - **end-state mode** (``--opencomputer-end-state DIR``): ``DIR/<id>`` (an overlay with an
+    optional ``.deleted`` list, or a whole-home snapshot) is laid over the home and the benchmark's
+    own stand-in agent says done at once (no model is called); or
   - **agent mode**: the app is launched on the desktop and the ``--agent`` agent plays it
     (``desktop.py``). Where the app cannot run (no desktop here), nothing is set up, a stand-in
     agent stops at once and the item is skipped with the reason;
-* ``evaluate``: the app's verifier is copied into the sandbox and every check runs
-  (``checks.grade``); the score is passed over evaluated checks, every check is a criterion.
+* ``evaluate``: the app's verifier is copied in again and every check runs (OpenComputer's
+  ``verify_task``, or ``checks.run_checks``); ``grading.verdict`` scores it as OpenComputer does
+  (reward = passed over all checks; the item passes only when every check passed).
 
-A sandbox lives until the next ``reset`` (or ``close``), so a test can look at it after the
-episode; it is then deleted.
+A task file that cannot be used is an item that errors with the reason. A sandbox lives until
+the next ``reset`` (or ``close``), so a test can look at it after the episode; it is then deleted.
 """
 
 from __future__ import annotations
@@ -27,9 +31,8 @@ from typing import TYPE_CHECKING, Any
 from ...agent import Agent
 from ...benchmark import Benchmark, EvaluationError, InfrastructureError
 from ...model import Action, Observation, Verdict
-from .checks import DEFAULT_TIMEOUT, Grading, Judge, grade, install_verifier, verifier_script
-from .results import reference_reward
-from .tasks import BENCHMARK, OpenComputerTaskError, load_tasks, read_task, resolve_tasks_dir
+from .checks import DEFAULT_TIMEOUT, Judge, install_verifier, run_checks, verifier_script
+from .tasks import BENCHMARK, BROKEN, OpenComputerTaskError, broken_task, load_tasks, read_task, resolve_tasks_dir
 
 if TYPE_CHECKING:
     import pytest
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
     from ...infra.sandbox import Isolation, Sandbox
     from ...model import Task
     from .desktop import Desktop
+    from .harness import Harness
+    from .image import ImagePython
 
 
 class StandIn(Agent):
@@ -49,23 +54,6 @@ class StandIn(Agent):
     def act(self, observation: Observation, task: Task,
             history: list[tuple[Observation, Action]] | None = None) -> Action:
         return Action(type="done", reason=self.reason)
-
-
-def verdict_for(grading: Grading) -> Verdict:
-    """Passed over evaluated checks, with a reason that counts them and names the failed ones."""
-    criteria = grading.criteria
-    evaluated = [c for c in criteria if c.passed is not None]
-    passed = sum(1 for c in evaluated if c.passed)
-    parts = [f"{passed} of {len(evaluated)} evaluated checks passed"]
-    skipped = len(criteria) - len(evaluated)
-    if skipped:
-        total = len(criteria)
-        parts.append(f"{skipped} not evaluated (LLM-judged, no judge); the reference harness would count them "
-                     f"as failed: {passed}/{total} = {reference_reward(criteria):.4f}")
-    failed = [c.name for c in evaluated if not c.passed]
-    if failed:
-        parts.append("failed: " + "; ".join(failed))
-    return Verdict.from_criteria(criteria, reason=", ".join(parts))
 
 
 class OpenComputerBenchmark(Benchmark):
@@ -81,23 +69,43 @@ class OpenComputerBenchmark(Benchmark):
         end_state_dir: str | Path | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         judge: Judge | None = None,
-        on_error: str = "error",
+        on_error: str = "fail",
+        harness: str = "auto",
+        python: str = "auto",
         isolation: Isolation | Callable[[], Isolation] | None = None,
         sandbox_base: str | Path | None = None,
     ) -> None:
+        from .harness import find_checkout
+
         self.tasks_arg = Path(tasks_dir)
+        #: the OpenComputer checkout --opencomputer-tasks names (None for a bare tasks folder)
+        self.checkout = find_checkout(self.tasks_arg)
+        if verifiers_dir is None and self.checkout is not None and (self.checkout / "verifiers").is_dir():
+            verifiers_dir = self.checkout / "verifiers"
         self.verifiers_dir = Path(verifiers_dir) if verifiers_dir is not None else None
         self.end_state_dir = Path(end_state_dir) if end_state_dir is not None else None
         self.timeout = timeout
         self.judge = judge
         self.on_error = on_error
+        if harness not in ("auto", "opencomputer", "builtin"):
+            raise ValueError(f"harness must be auto, opencomputer or builtin, got {harness!r}")
+        if harness == "opencomputer" and self.checkout is None:
+            raise ValueError(f"--opencomputer-harness opencomputer needs --opencomputer-tasks to name an OpenComputer "
+                             f"checkout (or its task_generator/tasks); {self.tasks_arg} is not in one")
+        self.harness_choice = harness
+        self.python_choice = python
+        self._python: ImagePython | None = None
         self._isolation_source = isolation
         self._isolation: Isolation | None = None
         self.sandbox_base = sandbox_base
         self._tasks_dir: Path | None = None
         self._tasks: list[Task] | None = None
+        self._left_out: list[str] = []
         #: the current item's sandbox (kept until the next reset)
         self.sandbox: Sandbox | None = None
+        #: what the last reset did: harness steps run, end-state paths removed
+        self.last_setup: list[str] = []
+        self.last_removed: list[str] = []
         self._desktop: Desktop | None = None
         self._skip: str | None = None
         self._unavailable: dict[str, str | None] = {}
@@ -112,32 +120,48 @@ class OpenComputerBenchmark(Benchmark):
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
         from ...infra.sandbox import isolation_mode, session_isolation
         from .checks import load_judge
+        from .harness import find_checkout
+        from .image import ImageError, choose_python
         from .options import opencomputer_settings
 
         settings = opencomputer_settings(config)
         if settings.tasks is None:
-            raise pytest.UsageError("--bench=opencomputer needs --opencomputer-tasks DIR (a folder of <id>/task.json, "
-                                    "e.g. OpenComputer's task_generator/tasks) or the ini key "
+            raise pytest.UsageError("--bench=opencomputer needs --opencomputer-tasks DIR (an OpenComputer checkout, "
+                                    "its task_generator/tasks, or a folder of <id>/task.json) or the ini key "
                                     "agentbench_opencomputer_tasks")
         for flag, folder in (("--opencomputer-verifiers", settings.verifiers),
                              ("--opencomputer-end-state", settings.end_state)):
             if folder is not None and not folder.is_dir():
                 what = "is not a folder" if folder.exists() else "does not exist"
                 raise pytest.UsageError(f"{flag} {folder} {what}")
-        if settings.end_state is not None and settings.verifiers is None:
+        checkout = find_checkout(settings.tasks) if settings.tasks.is_dir() else None
+        if settings.end_state is not None and settings.verifiers is None and checkout is None:
             raise pytest.UsageError("--opencomputer-end-state needs --opencomputer-verifiers DIR (the verifier scripts "
-                                    "that grade the end states: OpenComputer's verifiers/ folder)")
+                                    "that grade the end states: OpenComputer's verifiers/ folder), or "
+                                    "--opencomputer-tasks naming an OpenComputer checkout")
         judge = None
         if settings.judge:
             try:
                 judge = load_judge(settings.judge, str(config.rootpath))
             except ValueError as exc:
                 raise pytest.UsageError(str(exc)) from None
-        if isolation_mode(config) != "auto":
-            session_isolation(config)  # decided now: an unusable required bwrap stops the run (exit 4)
-        return cls(settings.tasks, verifiers_dir=settings.verifiers, end_state_dir=settings.end_state,
-                   timeout=settings.timeout, judge=judge, on_error=settings.verifier_errors,
-                   isolation=lambda: session_isolation(config))
+        if settings.python != "auto":
+            try:
+                choose_python(settings.python)
+            except ImageError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        wants_harness = settings.harness == "opencomputer" or (settings.harness == "auto" and checkout is not None)
+        if isolation_mode(config) != "auto" or wants_harness:
+            isolation = session_isolation(config)  # decided now: an unusable required bwrap stops the run (exit 4)
+            if settings.harness == "opencomputer" and not isolation.isolated:
+                raise pytest.UsageError("--opencomputer-harness opencomputer runs OpenComputer's harness code in a "
+                                        f"bubblewrap sandbox, which is not available: {isolation.describe()}")
+        try:
+            return cls(settings.tasks, verifiers_dir=settings.verifiers, end_state_dir=settings.end_state,
+                       timeout=settings.timeout, judge=judge, on_error=settings.verifier_errors,
+                       harness=settings.harness, python=settings.python, isolation=lambda: session_isolation(config))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     # -- tasks ---------------------------------------------------------------------------------
     @property
@@ -148,7 +172,12 @@ class OpenComputerBenchmark(Benchmark):
 
     def list_tasks(self, limit: int | None = None) -> list[Task]:
         if self._tasks is None:
-            self._tasks = load_tasks(self.tasks_dir)
+            self._tasks, self._left_out = load_tasks(self.tasks_dir)
+            if self._left_out:
+                from .tasks import OpenComputerWarning
+
+                more = f" (and {len(self._left_out) - 1} more)" if len(self._left_out) > 1 else ""
+                warnings.warn(OpenComputerWarning(f"left out: {self._left_out[0]}{more}"), stacklevel=2)
         return list(self._tasks)
 
     def load_task(self, task_id: str) -> Task:
@@ -157,10 +186,8 @@ class OpenComputerBenchmark(Benchmark):
             raise KeyError(task_id)
         try:
             return read_task(path)
-        except OpenComputerTaskError as exc:  # the file exists but is broken: say so, not "no such task"
-            import pytest
-
-            raise pytest.UsageError(str(exc)) from None
+        except OpenComputerTaskError as exc:  # the file exists but is broken: an item that says so
+            return broken_task(path, str(exc))
 
     # -- sandboxes -----------------------------------------------------------------------------
     @property
@@ -182,11 +209,38 @@ class OpenComputerBenchmark(Benchmark):
                                   stacklevel=2)
         return self._isolation
 
+    @property
+    def harness(self) -> Harness | None:
+        """OpenComputer's own harness code, when it sets up and grades (see ``harness.py``)."""
+        if self.checkout is None or self.harness_choice == "builtin":
+            return None
+        if self.harness_choice == "auto" and not self.isolation.isolated:
+            return None  # its commands need the sandbox's /home/user: the built-in checker instead
+        from .harness import Harness
+
+        return Harness(self.checkout, self.verifiers_dir or self.checkout / "verifiers")
+
+    @property
+    def python(self) -> ImagePython:
+        """The sandbox's ``python3`` (``image.py``), chosen once."""
+        if self._python is None:
+            from .image import choose_python
+
+            self._python = choose_python(self.python_choice)
+        return self._python
+
     def _new_sandbox(self, **options: Any) -> Sandbox:
         from ...infra.sandbox import Sandbox
+        from .image import ENV, UID
 
         self._close_sandbox()
+        if self.isolation.isolated:  # the image's user, environment and python3 (bubblewrap only)
+            env = {**ENV, **options.pop("env", {})}
+            binds = [*self.python.binds, *options.pop("ro_binds", [])]
+            options.update(env=env, ro_binds=binds, uid=UID)
         self.sandbox = Sandbox.create(self.isolation, self.sandbox_base, **options)
+        if self.isolation.isolated:
+            self.sandbox.path("/tmp/runtime-user").mkdir(mode=0o700, exist_ok=True)
         return self.sandbox
 
     def _close_sandbox(self) -> None:
@@ -210,6 +264,8 @@ class OpenComputerBenchmark(Benchmark):
 
     # -- episodes --------------------------------------------------------------------------------
     def agent_for(self, task: Task) -> Any:
+        if BROKEN in task.raw_config:
+            return StandIn("", "the task file cannot be used")
         if self.end_state_dir is not None:
             return self._end_state_agent
         reason = self.app_unavailable(task.domain)
@@ -217,32 +273,63 @@ class OpenComputerBenchmark(Benchmark):
             return StandIn("", reason)  # an empty name: the record keeps the --agent name
         return None
 
+    def _prepare(self, sandbox: Sandbox, task: Task) -> None:
+        """The start state: OpenComputer's setup code, or the built-in one."""
+        data = task.raw_config
+        harness = self.harness
+        if harness is None:
+            from . import environment
+
+            environment.prepare(sandbox, self.tasks_dir / task.task_id, data)
+            self.last_setup = ["builtin prepare"]
+            return
+        from .harness import HarnessError
+
+        try:
+            self.last_setup = harness.setup(sandbox, self.tasks_dir / task.task_id, data)
+        except HarnessError as exc:
+            raise InfrastructureError(str(exc)) from None
+
     def reset(self, task: Task) -> Observation:
         self._skip = None
         self._close_sandbox()
+        self.last_setup, self.last_removed = [], []
         data = task.raw_config
+        if BROKEN in data:
+            raise InfrastructureError(str(data[BROKEN]))
         if self.end_state_dir is not None:
-            end_state = self.end_state_dir / task.task_id
-            if not end_state.is_dir():
-                self._skip = f"no end state for this task: {end_state} does not exist"
-                return Observation(app_name=task.domain)
-        else:
-            self._skip = self.app_unavailable(task.domain)
-            if self._skip is not None:
-                return Observation(app_name=task.domain)
-        from . import environment
+            from . import environment
 
-        if self.end_state_dir is not None:
+            end_state = environment.find_end_state(self.end_state_dir, task.task_id)
+            if end_state is None:
+                self._skip = (f"no end state for this task: neither {self.end_state_dir / task.task_id} nor "
+                              f"{self.end_state_dir / task.task_id}.tar[.gz] exists")
+                return Observation(app_name=task.domain)
             sandbox = self._new_sandbox()
-            environment.prepare(sandbox, self.tasks_dir / task.task_id, data)
-            environment.lay_end_state(sandbox, self.end_state_dir / task.task_id)
-            return Observation(app_name=task.domain, raw={"end_state": str(self.end_state_dir / task.task_id)})
+            self._prepare(sandbox, task)
+            try:
+                self.last_removed = environment.lay_end_state(sandbox, end_state)
+            except environment.EndStateError as exc:
+                raise InfrastructureError(f"end state {exc}") from None
+            return Observation(app_name=task.domain, raw={"end_state": str(end_state), "removed": self.last_removed})
+        self._skip = self.app_unavailable(task.domain)
+        if self._skip is not None:
+            return Observation(app_name=task.domain)
         from .desktop import Desktop, sandbox_options
 
         sandbox = self._new_sandbox(**sandbox_options())
-        environment.prepare(sandbox, self.tasks_dir / task.task_id, data)
+        self._prepare(sandbox, task)
         self._desktop = Desktop(task.domain, self.screen_size)
-        self._desktop.launch(sandbox, data)
+        command = None
+        harness = self.harness
+        if harness is not None:
+            from .harness import HarnessError
+
+            try:
+                command = harness.launch_command(sandbox, self.tasks_dir / task.task_id, data)
+            except HarnessError as exc:
+                raise InfrastructureError(str(exc)) from None
+        self._desktop.launch(sandbox, data, command=command)
         return self._desktop.observe(sandbox)
 
     def step(self, action: Action) -> Observation:
@@ -256,6 +343,8 @@ class OpenComputerBenchmark(Benchmark):
             return Verdict(score=0.0, passed=None, reason=self._skip)
         if self.sandbox is None:
             raise EvaluationError(f"task {task.task_id} has no sandbox to grade (reset was not called)")
+        from .grading import verdict
+
         app = task.raw_config["app"]
         if self.verifiers_dir is None:
             raise EvaluationError("no verifiers to grade with: pass --opencomputer-verifiers DIR (OpenComputer's "
@@ -264,15 +353,20 @@ class OpenComputerBenchmark(Benchmark):
         if script is None:
             raise EvaluationError(f"no verifier for app {app!r}: neither {self.verifiers_dir / app / (app + '.py')} "
                                   f"nor {self.verifiers_dir / (app + '.py')} exists")
-        verifier = install_verifier(self.sandbox, script, app)
+        verifier = install_verifier(self.sandbox, script, app)  # again: the end state cannot bring its own
         checks = task.raw_config["verification"]
-        grading = grade(self.sandbox, verifier, checks, timeout=self.timeout, judge=self.judge,
-                        on_error=self.on_error)
-        if grading.errors and self.on_error == "error":
-            more = f" (and {len(grading.errors) - 1} more)" if len(grading.errors) > 1 else ""
-            raise EvaluationError(f"{len(grading.errors)} of {len(checks)} checks could not run: "
-                                  f"{grading.errors[0]}{more}")
-        return verdict_for(grading)
+        harness = self.harness
+        if harness is not None:
+            from .harness import HarnessError
+
+            try:
+                details = harness.verify(self.sandbox, self.tasks_dir / task.task_id, task.raw_config,
+                                         sleep=self._desktop is not None, save=self._desktop is not None)
+            except HarnessError as exc:
+                raise EvaluationError(str(exc)) from None
+            return verdict(checks, details, judge=self.judge, on_error=self.on_error)
+        run = run_checks(self.sandbox, verifier, checks, timeout=self.timeout)
+        return verdict(checks, run.details, judge=self.judge, on_error=self.on_error, errors=run.errors)
 
     def close(self) -> None:
         self._close_sandbox()
@@ -280,10 +374,15 @@ class OpenComputerBenchmark(Benchmark):
     def describe(self) -> dict[str, Any]:
         facts: dict[str, Any] = {
             "name": self.name, "tasks": str(self.tasks_arg),
+            "checkout": str(self.checkout) if self.checkout else None,
             "verifiers": str(self.verifiers_dir) if self.verifiers_dir else None,
             "end_state": str(self.end_state_dir) if self.end_state_dir else None,
             "timeout": self.timeout, "verifier_errors": self.on_error, "judge": self.judge is not None,
+            "harness_option": self.harness_choice,
         }
         if self._isolation is not None:
             facts["sandbox"] = self._isolation.describe()
+            facts["harness"] = "opencomputer" if self.harness is not None else "builtin"
+            if self._isolation.isolated and self._python is not None:
+                facts["python"] = self._python.describe()
         return facts

@@ -1,39 +1,38 @@
-"""OpenComputer's checks, run the way its harness runs them, turned into criteria.
+"""The built-in checker: OpenComputer's ``verify_task`` rules, for task folders that come without
+OpenComputer's harness code (with a checkout, ``harness.py`` runs the real ``verify_task``).
 
 Each check of a task's ``verification`` list runs its ``command`` as
-``python3 /home/user/verifiers/<app>.py <subcommand> <args>`` inside the item's sandbox (the
-command split with ``shlex``, as the harness does), reads JSON from stdout and decides:
+``python3 /home/user/verifiers/<app>.py <subcommand> <args>`` inside the item's sandbox (split with
+``shlex``, as the harness does) and reads the JSON it prints. As in ``verify_task``:
 
-* ``{command, key, expected}``: passed iff ``result[key] == expected`` (Python ``==``, so ``1``
-  equals ``true`` as in the reference);
-* ``{command, eval}``: passed iff the expression is truthy with ``result`` bound to the output (a
-  dict or a list); ``eval`` wins over an ``expected`` next to it; an exception in the expression
-  fails the check, as in the reference;
-* ``{judge: "llm", prompt, command?}``: judged by the configured judge, else **not evaluated**
-  (``passed=None``). The reference harness counts it as failed when no judge answers.
+* the reply is stdout parsed as JSON, also after a non-zero exit; when there is none the reply is
+  ``{"error": <stderr, 300 characters>}`` (or the reason: a timeout, output that is not JSON);
+* ``{command, key, expected}``: passed iff ``reply.get(key) == expected`` (Python ``==``, so ``1``
+  equals ``true``); an error reply therefore fails the check;
+* ``{command, eval}``: passed iff the expression is truthy with ``result`` bound to the reply,
+  **also when the reply is an error** (``"error" in result`` passes there); an exception fails;
+  ``eval`` wins over an ``expected`` next to it;
+* ``{judge: "llm", prompt, command?}``: the reply of its command, if any, is kept for the judge
+  (``grading.py`` decides).
 
-Differences from the reference, each on purpose:
+The answer is one entry per check shaped as ``verify_task``'s ``details``, plus the checks whose
+verifier could not answer (for the strict ``--opencomputer-verifier-errors error``).
 
-* **A verifier that cannot answer is an evaluation error, not a failed check** (``on_error="error"``,
-  the default): an ``{"error": ...}`` reply, a non-zero exit, output that is not JSON, a timeout,
-  or a ``key`` check over a list. The item is then an error (the checker broke) rather than a
-  failure of the agent. ``on_error="fail"`` gives the reference's rule: the check fails.
-* **``eval`` expressions run inside the sandbox**, in a separate ``python3`` process, never in the
-  pytest process: they are code from a task file. ``result`` (also ``data``) and ``json`` are
-  globals, so a comprehension can use ``result``; in the reference they are locals of the
-  harness's function, where ``all(x in result for x in ...)`` raises NameError and fails.
+Differences from the reference, on purpose: ``eval`` runs inside the sandbox in its own
+``python3`` (never in the pytest process; ``result``, ``data`` and ``json`` are its globals), and a
+``key`` check over a list reply fails that check where ``verify_task`` raises for the whole task.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...model import Criterion
 from .tasks import check_kind
 
 if TYPE_CHECKING:
@@ -43,7 +42,10 @@ if TYPE_CHECKING:
 VERIFIER_DIR = "/home/user/verifiers"
 #: The reference harness's timeout per verifier command.
 DEFAULT_TIMEOUT = 30.0
-ON_ERROR = ("error", "fail")
+#: ``fail``: a verifier error fails its check (OpenComputer's rule); ``error``: the item errors.
+ON_ERROR = ("fail", "error")
+#: Verifier output beyond this is cut before it is parsed (the check then reads an error reply).
+MAX_OUTPUT_CHARS = 16 << 20
 
 #: ``judge(check, output)``: the task's check (``prompt``, ``description``, ``command``) and the
 #: verifier's parsed output for its command (None without one). Returns True, False, None (cannot
@@ -77,17 +79,27 @@ def install_verifier(sandbox: Sandbox, script: Path, app: str) -> str:
     """Copy the verifier to ``/home/user/verifiers/<app>.py`` (again before every grading, so an end
     state cannot bring its own); return that sandbox path."""
     target = f"{VERIFIER_DIR}/{app}.py"
+    folder = sandbox.path(VERIFIER_DIR)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):  # planted: never write through it
+        folder.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    host = sandbox.path(target)
+    if host.is_symlink():
+        host.unlink()
+    elif host.is_dir():
+        shutil.rmtree(host)
     sandbox.place(script, target)
     sandbox.localize(target)
     return target
 
 
 @dataclass(frozen=True)
-class VerifierOutput:
-    """One verifier call: the parsed result, or why there is none."""
+class VerifierReply:
+    """One verifier call: what ``verify_task`` would hold as ``data``, and why it is an error reply
+    (None when the verifier answered)."""
 
     command: str
-    result: Any = None
+    data: Any
     error: str | None = None
 
 
@@ -95,33 +107,32 @@ def _one_line(text: str, limit: int = 200) -> str:
     return " ".join(text.split())[:limit]
 
 
-def run_verifier(sandbox: Sandbox, verifier: str, command: str, timeout: float) -> VerifierOutput:
-    """Run one check command in the sandbox and read its JSON (see the module docstring for what
-    counts as an error)."""
+def run_verifier(sandbox: Sandbox, verifier: str, command: str, timeout: float) -> VerifierReply:
+    """Run one check command in the sandbox, as ``verification.run_verifier`` does."""
     argv = ["python3", verifier, *shlex.split(command)]
     try:
         done = sandbox.run(argv, timeout=timeout)
     except OSError as exc:
-        return VerifierOutput(command, error=f"cannot start python3: {exc}")
+        return VerifierReply(command, {"error": f"cannot start python3: {exc}"}, f"cannot start python3: {exc}")
     if done.timed_out:
-        return VerifierOutput(command, error=f"timed out after {timeout:g} s (killed)")
+        why = f"Command timed out after {timeout:g}s"
+        return VerifierReply(command, {"error": why}, f"timed out after {timeout:g} s (killed)")
     try:
-        result = json.loads(done.stdout)
-    except ValueError:
-        result = None
-        parsed = False
-    else:
-        parsed = True
-    if isinstance(result, dict) and "error" in result and (done.returncode != 0 or len(result) == 1):
-        return VerifierOutput(command, error=f"verifier error: {_one_line(str(result['error']))}")
-    if done.returncode != 0:
+        if len(done.stdout) > MAX_OUTPUT_CHARS:
+            raise ValueError(f"more than {MAX_OUTPUT_CHARS} characters of output")
+        data = json.loads(done.stdout)
+    except ValueError as exc:
+        if done.returncode == 0:
+            return VerifierReply(command, {"error": str(exc)[:300]},
+                                 f"verifier printed {_one_line(done.stdout, 80) or 'nothing'!r}, not JSON")
         tail = done.stderr.strip().splitlines()
         why = _one_line(tail[-1]) if tail else "no output on stderr"
-        return VerifierOutput(command, error=f"verifier exited {done.returncode}: {why}")
-    if not parsed:
-        shown = _one_line(done.stdout, 80) or "nothing"
-        return VerifierOutput(command, error=f"verifier printed {shown!r}, not JSON")
-    return VerifierOutput(command, result=result)
+        return VerifierReply(command, {"error": done.stderr[:300]}, f"verifier exited {done.returncode}: {why}")
+    if isinstance(data, dict) and "error" in data:
+        return VerifierReply(command, data, f"verifier error: {_one_line(str(data['error']))}")
+    if done.returncode != 0:
+        return VerifierReply(command, data, f"verifier exited {done.returncode}")
+    return VerifierReply(command, data)
 
 
 def run_evals(sandbox: Sandbox, items: list[tuple[str, Any]], timeout: float) -> list[dict[str, Any]]:
@@ -131,7 +142,7 @@ def run_evals(sandbox: Sandbox, items: list[tuple[str, Any]], timeout: float) ->
     if not items:
         return []
     payload = json.dumps([{"expr": expr, "result": result} for expr, result in items])
-    done = sandbox.run(["python3", "-c", _EVAL_PROGRAM], timeout=timeout, input=payload)
+    done = sandbox.run(["python3", "-I", "-c", _EVAL_PROGRAM], timeout=timeout, input=payload)
     if not done.ok:
         raise RuntimeError(f"the eval expressions did not finish: {done.summary()}")
     answers = json.loads(done.stdout)
@@ -141,102 +152,64 @@ def run_evals(sandbox: Sandbox, items: list[tuple[str, Any]], timeout: float) ->
 
 
 @dataclass
-class Grading:
-    """The criteria of one task, in check order, and the checks that could not run."""
+class CheckRun:
+    """``verify_task``-shaped details, one per check, and the checks whose verifier could not answer."""
 
-    criteria: list[Criterion] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
     #: one line per check whose verifier could not answer (empty when all answered)
     errors: list[str] = field(default_factory=list)
 
 
-def _name(check: dict[str, Any]) -> str:
-    return str(check.get("description") or check.get("command") or check.get("prompt") or "check")
-
-
-def _judged(judge: Judge, check: dict[str, Any], output: Any) -> tuple[bool | None, str]:
-    answer = judge(check, output)
-    reason = ""
-    if isinstance(answer, tuple):
-        answer, reason = answer[0], str(answer[1]) if len(answer) > 1 else ""
-    if answer is not None and not isinstance(answer, bool):
-        raise TypeError(f"the judge returned {answer!r}; it must return True, False, None or (passed, reason)")
-    return answer, reason
-
-
-def grade(sandbox: Sandbox, verifier: str, checks: list[dict[str, Any]], *, timeout: float = DEFAULT_TIMEOUT,
-          judge: Judge | None = None, on_error: str = "error") -> Grading:
+def run_checks(sandbox: Sandbox, verifier: str, checks: list[dict[str, Any]], *,
+               timeout: float = DEFAULT_TIMEOUT) -> CheckRun:
     """Run every check of a task against the sandbox's current state."""
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
-    grading = Grading()
-    slots: list[Criterion | None] = [None] * len(checks)
+    run = CheckRun()
+    slots: list[dict[str, Any] | None] = [None] * len(checks)
     evals: list[tuple[int, str, Any]] = []
-
-    def failed_to_run(index: int, check: dict[str, Any], error: str, expected: Any = None) -> None:
-        command = check.get("command") or "(no command)"
-        grading.errors.append(f"verification[{index}] `{command}`: {error}")
-        slots[index] = Criterion(name=_name(check), passed=False if on_error == "fail" else None,
-                                 detail=f"could not check: {error}", expected=expected)
-
     for index, check in enumerate(checks):
         kind = check_kind(check)
         command = check.get("command")
         if kind == "llm":
-            if judge is None:
-                slots[index] = Criterion(
-                    name=_name(check), passed=None, expected=check.get("prompt"),
-                    detail="LLM-judged: not evaluated (no judge configured; --opencomputer-judge)")
-                continue
-            output = None
-            if command:
-                ran = run_verifier(sandbox, verifier, command, timeout)
-                if ran.error is not None:
-                    failed_to_run(index, check, ran.error, check.get("prompt"))
-                    continue
-                output = ran.result
-            try:
-                passed, reason = _judged(judge, check, output)
-            except Exception as exc:  # noqa: BLE001 - a broken judge is a checker fault
-                failed_to_run(index, check, f"the judge failed: {type(exc).__name__}: {_one_line(str(exc))}",
-                              check.get("prompt"))
-                continue
-            said = "passed" if passed else "not evaluated" if passed is None else "failed"
-            detail = "LLM-judged: " + (reason or said)
-            slots[index] = Criterion(name=_name(check), passed=passed, detail=detail,
-                                     expected=check.get("prompt"), actual=output)
+            reply = run_verifier(sandbox, verifier, command, timeout) if command else None
+            if reply is not None and reply.error is not None:
+                run.errors.append(f"verification[{index}] `{command}`: {reply.error}")
+            slots[index] = {"command": command or "(screenshots)", "description": check.get("description",
+                            check.get("prompt")), "judge": "llm", "passed": False, "reason": "",
+                            "result": reply.data if reply is not None else {}}
             continue
-        ran = run_verifier(sandbox, verifier, command, timeout)
-        if ran.error is not None:
-            failed_to_run(index, check, ran.error, check.get("eval") if kind == "eval" else check.get("expected"))
-            continue
+        reply = run_verifier(sandbox, verifier, command, timeout)
+        if reply.error is not None:
+            run.errors.append(f"verification[{index}] `{command}`: {reply.error}")
         if kind == "eval":
-            evals.append((index, check["eval"], ran.result))
+            evals.append((index, check["eval"], reply.data))
             continue
         key, expected = check["key"], check["expected"]
-        if not isinstance(ran.result, dict):
-            failed_to_run(index, check, f"the verifier returned a {type(ran.result).__name__}, not an object "
-                                        f"with {key!r}", expected)
-            continue
-        actual = ran.result.get(key)
-        passed = actual == expected
-        shown = f"{key}={json.dumps(actual)}" + ("" if passed else f", expected {json.dumps(expected)}")
-        slots[index] = Criterion(name=_name(check), passed=passed, expected=expected, actual=actual,
-                                 detail=f"{shown} ({command})")
+        if isinstance(reply.data, dict):
+            actual = reply.data.get(key)
+            passed = actual == expected
+        else:
+            actual, passed = None, False
+            run.errors.append(f"verification[{index}] `{command}`: the verifier returned a "
+                              f"{type(reply.data).__name__}, not an object with {key!r}")
+        slots[index] = {"command": command, "key": key, "expected": expected, "actual": actual,
+                        "passed": passed, "result": reply.data}
     try:
-        answers = run_evals(sandbox, [(expr, result) for _, expr, result in evals], timeout)
+        answers = run_evals(sandbox, [(expr, data) for _, expr, data in evals], timeout)
     except (RuntimeError, ValueError, OSError) as exc:
-        for index, expr, _ in evals:
-            failed_to_run(index, checks[index], str(exc), expr)
-    else:
-        for (index, expr, result), answer in zip(evals, answers, strict=True):
-            if "error" in answer:
-                detail = f"eval raised {answer['error']}: {expr}"
-            else:
-                detail = f"eval -> {answer.get('value')}: {expr}"
-            slots[index] = Criterion(name=_name(checks[index]), passed=bool(answer.get("passed")),
-                                     detail=detail, expected=expr, actual=result)
-    grading.criteria = [c for c in slots if c is not None]
-    return grading
+        answers = [{"passed": False, "error": str(exc)} for _ in evals]
+        for index, _, _ in evals:
+            run.errors.append(f"verification[{index}] `{checks[index]['command']}`: {exc}")
+    for (index, expr, data), answer in zip(evals, answers, strict=True):
+        entry: dict[str, Any] = {"command": checks[index]["command"],
+                                 "description": checks[index].get("description", checks[index]["command"]),
+                                 "passed": bool(answer.get("passed")), "result": data}
+        if "error" in answer:
+            entry["eval_error"] = answer["error"]
+        else:
+            entry["eval_value"] = answer.get("value")
+        slots[index] = entry
+    run.details = [d for d in slots if d is not None]
+    return run
 
 
 def load_judge(spec: str, rootdir: str | None = None) -> Judge:

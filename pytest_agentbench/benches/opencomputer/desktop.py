@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,9 @@ PREAMBLE = "import pyautogui; import pyperclip; import time; pyautogui.FAILSAFE 
 X11_DIR = Path("/tmp/.X11-unix")
 SCREENSHOT = "/tmp/agentbench-screen.png"
 ACTION_TIMEOUT = 60.0
+MAX_SCREENSHOT_BYTES = 64 << 20
+#: where scrot is looked for (the sandbox's system folders)
+SCRSHOT_PATH = "/usr/bin:/bin"
 #: seconds the app is given to open its window before the first screenshot
 LAUNCH_SETTLE = 5.0
 #: app -> launch command (the task's first env file is appended when it has one)
@@ -51,6 +55,23 @@ LAUNCHERS: dict[str, tuple[str, ...]] = {
     "brave": ("brave-browser",),
     "vscode": ("code",),
 }
+
+
+def read_no_follow(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file, refusing a symlink and anything over ``limit`` bytes."""
+    from ...benchmark import InfrastructureError
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise InfrastructureError(f"screenshot {path.name} cannot be read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise InfrastructureError(f"screenshot {path.name} is not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InfrastructureError(f"screenshot {path.name} is larger than {limit} bytes")
+    return data
 
 
 class UnsupportedAction(ValueError):
@@ -153,26 +174,40 @@ class Desktop:
         self.app = app
         self.screen = screen
 
-    def launch(self, sandbox: Sandbox, task: dict[str, Any]) -> None:
+    def launch(self, sandbox: Sandbox, task: dict[str, Any], command: str | None = None) -> None:
+        """Start the app: ``command`` (OpenComputer's launch command for the task, run with
+        ``bash -lc``) when given, else the launcher table's."""
         probe = sandbox.run(["python3", "-c", "import pyautogui, pyperclip"], timeout=ACTION_TIMEOUT)
         if not probe.ok:
             from ...benchmark import InfrastructureError
 
             raise InfrastructureError("pyautogui and pyperclip must be importable by the sandbox's python3 to "
                                       f"play on the desktop: {probe.summary()}")
-        files = [f["sandbox_path"] for f in task.get("env", {}).get("files", [])
-                 if not f["filename"].startswith("setup_")]
-        sandbox.spawn([*launcher(self.app), *files[:1]])
+        if command is not None:
+            sandbox.spawn(["bash", "-lc", command])
+        else:
+            files = [f["sandbox_path"] for f in task.get("env", {}).get("files", [])
+                     if not f["filename"].startswith("setup_")]
+            sandbox.spawn([*launcher(self.app), *files[:1]])
         time.sleep(LAUNCH_SETTLE)  # the reference waits for a ready check and a stable window
 
     def observe(self, sandbox: Sandbox) -> Observation:
-        done = sandbox.run(["python3", "-c", f"import pyautogui; pyautogui.screenshot({SCREENSHOT!r})"],
-                           timeout=ACTION_TIMEOUT)
+        """A screenshot, taken as OpenComputer's Docker backend takes it (``scrot --pointer``; with
+        pyautogui where scrot is missing). The file is read without following a symlink the
+        sandbox could have put in its place."""
+        host = sandbox.path(SCREENSHOT)
+        if host.is_symlink() or host.exists():
+            host.unlink()
+        if shutil.which("scrot", path=SCRSHOT_PATH) is not None:
+            argv = ["scrot", "--pointer", SCREENSHOT]
+        else:
+            argv = ["python3", "-c", f"import pyautogui; pyautogui.screenshot({SCREENSHOT!r})"]
+        done = sandbox.run(argv, timeout=ACTION_TIMEOUT)
         if not done.ok:
             from ...benchmark import InfrastructureError
 
             raise InfrastructureError(f"screenshot failed: {done.summary()}")
-        png = sandbox.path(SCREENSHOT).read_bytes()
+        png = read_no_follow(host, MAX_SCREENSHOT_BYTES)
         return Observation(screenshot=png, app_name=self.app, viewport=self.screen)
 
     def act(self, sandbox: Sandbox, action: Action) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from ...options import (  # noqa: F401 - the definitions live with the other options
     OPENCOMPUTER_DEFAULT_TIMEOUT,
+    OPENCOMPUTER_HARNESS,
     OPENCOMPUTER_VERIFIER_ERRORS,
     SANDBOX_ISOLATION_MODES,
     add_opencomputer_options,
@@ -36,6 +37,8 @@ class OpenComputerSettings:
     timeout: float
     judge: str | None
     verifier_errors: str
+    harness: str = "auto"
+    python: str = "auto"
 
 
 def _setting(config: pytest.Config, key: str) -> tuple[str | None, Path | None]:
@@ -72,7 +75,15 @@ def opencomputer_settings(config: pytest.Config) -> OpenComputerSettings:
             raise pytest.UsageError(f"ini agentbench_opencomputer_timeout: {exc}") from None
     errors, _ = _setting(config, "verifier_errors")
     if errors is not None and errors not in OPENCOMPUTER_VERIFIER_ERRORS:
-        raise pytest.UsageError(f"agentbench_opencomputer_verifier_errors must be error or fail, got {errors!r}")
+        raise pytest.UsageError(f"agentbench_opencomputer_verifier_errors must be fail or error, got {errors!r}")
+    harness, _ = _setting(config, "harness")
+    if harness is not None and harness not in OPENCOMPUTER_HARNESS:
+        raise pytest.UsageError(f"agentbench_opencomputer_harness must be one of {', '.join(OPENCOMPUTER_HARNESS)}, "
+                                f"got {harness!r}")
+    python, base = _setting(config, "python")
+    if python is not None and python not in ("auto", "system", "current"):
+        path = Path(python).expanduser()
+        python = str(path if path.is_absolute() or base is None else base / path)
     judge, _ = _setting(config, "judge")
     return OpenComputerSettings(
         tasks=_folder(config, "tasks"),
@@ -80,5 +91,7 @@ def opencomputer_settings(config: pytest.Config) -> OpenComputerSettings:
         end_state=_folder(config, "end_state"),
         timeout=timeout,
         judge=judge,
-        verifier_errors=errors or "error",
+        verifier_errors=errors or "fail",
+        harness=harness or "auto",
+        python=python or "auto",
     )

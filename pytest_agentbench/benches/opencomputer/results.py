@@ -9,7 +9,7 @@ places) and one entry per check::
     {"command", "description", "judge": "llm", "passed", "reason", ...}      # LLM-judged
 
 Its reward is passed over **all** checks, LLM-judged ones included (failed when no judge answered);
-this plugin's score is passed over **evaluated** checks (see ``checks.py``).
+this plugin scores the same way (``grading.py``), and passes an item only when every check passed.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def reference_reward(criteria: list[Criterion]) -> float:
 
 def read_check_results(data: dict[str, Any], *, llm: str = "as-recorded") -> Verdict:
     """A reference result file (``trajectory.json`` or a check-results file) as a ``Verdict`` scored
-    the plugin's way (passed over evaluated); ``ValueError`` when its counts disagree with its
-    entries."""
+    as the plugin scores (the reward; passed only when every check passed; with
+    ``llm="not-evaluated"`` an item whose only misses are LLM-judged is not evaluated, None);
+    ``ValueError`` when its counts disagree with its entries."""
     details = data.get("verification_details")
     if not isinstance(details, list):
         raise ValueError("not an OpenComputer result: no 'verification_details' list")
@@ -76,4 +77,10 @@ def read_check_results(data: dict[str, Any], *, llm: str = "as-recorded") -> Ver
         raise ValueError(f"reward is {data['reward']} but the entries give {reference_reward(criteria)}")
     if llm != "as-recorded":
         criteria = criteria_from_details(details, llm=llm)
-    return Verdict.from_criteria(criteria)
+    score = reference_reward(criteria)
+    if any(c.passed is False for c in criteria):
+        return Verdict(score=score, passed=False, criteria=criteria, reason="failed: " + ", ".join(
+            c.name for c in criteria if c.passed is False))
+    if any(c.passed is None for c in criteria):
+        return Verdict(score=score, passed=None, criteria=criteria, reason="not fully evaluated")
+    return Verdict(score=score, passed=True, criteria=criteria, reason="all checks passed")

@@ -1,14 +1,17 @@
 """OpenComputer task files: ``DIR/<id>/task.json``, checked and turned into ``Task`` objects.
 
 The layout is OpenComputer's own (``task_generator/tasks/<id>/task.json`` with the seed files in
-``<id>/env/``), so ``--opencomputer-tasks`` takes that folder, or an OpenComputer checkout (its
+``<id>/env/``, possibly in subfolders such as ``env/project/src/Main.java``), so
+``--opencomputer-tasks`` takes that folder, or an OpenComputer checkout (its
 ``task_generator/tasks`` is used). The folder name is the task id and must equal the file's
 ``"id"``: the reference harness finds a task's ``env/`` folder by its id, so a mismatch would
 silently lose the seed files there.
 
-The reference loader skips files that are not valid JSON; here every problem is one line naming
-the file and what is wrong (``OpenComputerTaskError``, a ``ValueError`` the core turns into a usage
-error), so a broken task is never silently left out of a run.
+The reference loader skips files that are not valid JSON. Here a task file that cannot be used
+does not stop the run either, but it is not lost: it becomes one item that errors with a one-line
+message naming the file and what is wrong (:func:`broken_task`), so ``--bench-task`` and ``-m``
+still select the good tasks and the summary still counts the broken one. A folder whose name
+cannot be an item id is reported once (a warning) and left out.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ _BAD_ID = re.compile(r"[\[\]/\\\s]|::")
 SANDBOX_ROOTS = (PurePosixPath("/home/user"), PurePosixPath("/tmp"))
 #: The tag given to tasks with LLM-judged checks (``-k "not llm_judged"`` leaves them out).
 LLM_TAG = "llm_judged"
+
+
+class OpenComputerWarning(UserWarning):
+    """Task folders left out of a run (their names cannot be item ids)."""
 
 
 class OpenComputerTaskError(ValueError):
@@ -82,9 +89,18 @@ def _check_env(env: Any, path: Path) -> None:
         where = f"env.files[{i}]"
         _check(isinstance(entry, dict), path, f"{where} must be an object, got {_short(entry)}")
         name = entry.get("filename")
-        _check(isinstance(name, str) and name != "" and PurePosixPath(name).name == name and name not in (".", ".."),
-               path, f"{where}: 'filename' must be a file name in the task's env/ folder, got {_short(name)}")
+        _check(is_env_filename(name), path,
+               f"{where}: 'filename' must be a relative path inside the task's env/ folder, got {_short(name)}")
         check_sandbox_path(entry.get("sandbox_path"), path, where)
+
+
+def is_env_filename(name: Any) -> bool:
+    """A relative path inside ``env/`` (subfolders allowed, as OpenComputer allows them): no
+    absolute path, no ``..``, no empty or ``.`` parts, no backslashes."""
+    if not isinstance(name, str) or name == "" or "\\" in name or "\x00" in name:
+        return False
+    parts = name.split("/")
+    return not name.startswith("/") and all(part not in ("", ".", "..") for part in parts)
 
 
 def check_kind(check: dict[str, Any]) -> str:
@@ -157,9 +173,21 @@ def check_task_json(data: Any, path: Path) -> dict[str, Any]:
     return data
 
 
+#: A task file larger than this is refused unread (OpenComputer's largest is about 20 kB).
+MAX_TASK_BYTES = 1 << 20
+#: ``raw_config`` key of a task that cannot be used (:func:`broken_task`): the one-line reason.
+BROKEN = "agentbench_broken"
+#: The domain of a broken task whose app cannot be read.
+BROKEN_DOMAIN = "invalid_task"
+
+
 def read_task(path: Path) -> Task:
     """One ``task.json`` as a ``Task``: the app is the domain, the whole file is ``raw_config``."""
     try:
+        size = path.stat().st_size
+        if size > MAX_TASK_BYTES:
+            raise OpenComputerTaskError(f"OpenComputer task file {path}: {size} bytes, more than the "
+                                        f"{MAX_TASK_BYTES} a task file may have")
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise OpenComputerTaskError(f"OpenComputer task file {path}: not UTF-8 ({exc.reason})") from None
@@ -182,21 +210,42 @@ def read_task(path: Path) -> Task:
     )
 
 
-def load_tasks(tasks_dir: Path) -> list[Task]:
-    """All tasks of the folder. The first invalid file is the error, with a count of the others."""
+def usable_id(name: str) -> bool:
+    """Whether a folder name can be an item id."""
+    return bool(name) and not _BAD_ID.search(name) and name not in (".", "..")
+
+
+def broken_task(path: Path, message: str) -> Task:
+    """A task file that cannot be used, as a task whose item errors with ``message``. Its domain
+    is the file's ``app`` when that much can be read (so ``-m <app>`` still shows it), else
+    ``invalid_task``."""
+    app = BROKEN_DOMAIN
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size <= MAX_TASK_BYTES else None
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("app"), str) and _APP.match(data["app"]):
+        app = data["app"]
+    return Task(task_id=path.parent.name, domain=app, benchmark=BENCHMARK, tags=[BROKEN_DOMAIN],
+                raw_config={BROKEN: message, "app": app})
+
+
+def load_tasks(tasks_dir: Path) -> tuple[list[Task], list[str]]:
+    """All tasks of the folder, and one line per folder left out (its name cannot be an item id).
+    A task file that cannot be used is a :func:`broken_task`, not an exception."""
     files = task_files(tasks_dir)
     if not files:
         raise OpenComputerTaskError(f"OpenComputer tasks folder {tasks_dir} holds no <id>/task.json files "
                                     "(--opencomputer-tasks wants OpenComputer's task_generator/tasks layout)")
     tasks: list[Task] = []
-    errors: list[str] = []
+    left_out: list[str] = []
     for path in files:
+        if not usable_id(path.parent.name):
+            left_out.append(f"OpenComputer task folder {path.parent}: its name cannot be a pytest node id "
+                            "(no brackets, '::' or whitespace); rename it to use the task")
+            continue
         try:
             tasks.append(read_task(path))
         except OpenComputerTaskError as exc:
-            errors.append(str(exc))
-    if errors:
-        others = len(errors) - 1
-        more = f" (and {others} more invalid task file{'s' if others > 1 else ''})" if others else ""
-        raise OpenComputerTaskError(errors[0] + more)
-    return tasks
+            tasks.append(broken_task(path, str(exc)))
+    return tasks, left_out
