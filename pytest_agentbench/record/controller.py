@@ -98,10 +98,16 @@ class RunController:
             "statuses": _count(r["status"] for r in self.records),
             "tasks": [
                 {k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
-                                      "num_steps", "error", "error_type", "reason", "trajectory")}
+                                      "num_steps", "error", "error_type", "reason", "trajectory", "trial")}
                 for r in self.records
             ],
         }
+        from ..trials import trial_settings
+        from .stats_report import add_junit_properties, summary_fields
+
+        trials = trial_settings(session.config).trials
+        self.summary.update(summary_fields(self.records, trials))
+        add_junit_properties(session.config, self.summary["statistics"], trials)
         threshold = settings.min_success
         if threshold is not None and self.records:
             rate = overall["success_rate"]
@@ -155,6 +161,11 @@ class RunController:
             tr.write_line("")
             for line in m.domain_table(self.summary["by_domain"]):
                 tr.write_line(line)
+        from .stats_report import terminal_lines
+
+        tr.write_line("")
+        for line in terminal_lines(self.summary["statistics"], domains=True):
+            tr.write_line(line)
         budget = self.summary.get("budget")
         if budget:
             caps = [f"run {m.format_usd(budget['max_cost_usd'])}" if budget["max_cost_usd"] else "",
