@@ -1,7 +1,7 @@
 """``--trials K``: every task played K times, as K independent items.
 
 With K > 1 a task becomes a collector of K items, ``bench/<bench>::<domain>::<task_id>::trial-<n>``,
-so ``-k <task_id>`` and the task's node id select all of its trials, ``--lf`` reruns the trials
+so ``-k <task_id>`` and ``--bench-task <task_id>`` select all of its trials, ``--lf`` reruns the trials
 that failed, and xdist spreads trials over workers like any other items. With K = 1 (the default)
 ids are unchanged. Each trial is its own item: its own episode (the benchmark resets for it), its
 own record and its own trajectory file. The agent is told the trial number and a seed derived from
