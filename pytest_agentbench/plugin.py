@@ -104,9 +104,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import STATE_KEY, AgentbenchPlugin, is_worker
 
     state = AgentbenchPlugin(config, options.settings_from_config(config))
-    from .trials import trial_settings
+    from .trials import configure_trials
 
-    trial_settings(config)  # bad --trials, --compare, --resume: usage errors now
+    configure_trials(config, controller=not is_worker(config))  # --trials, --compare, --resume
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "agentbench-session")
     if not is_worker(config):

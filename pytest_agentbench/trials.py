@@ -164,3 +164,15 @@ def task_nodes(parent: pytest.Collector, task: dict[str, Any],
     if trials == 1:
         return make(parent, task["task_id"], task, 1)
     return TrialGroup.from_parent(parent, name=task["task_id"], task=task, trials=trials, make=make)
+
+
+def configure_trials(config: pytest.Config, *, controller: bool) -> TrialSettings:
+    """Validate the settings (usage errors now, not after the run) and, on the controller,
+    register the ``--compare`` gate."""
+    settings = trial_settings(config)
+    if controller and settings.compare is not None:
+        from .record.compare_gate import CompareGate
+
+        config.pluginmanager.register(CompareGate(config, settings.compare, alpha=settings.alpha,
+                                                  fail=settings.fail_on_regression), "agentbench-compare")
+    return settings

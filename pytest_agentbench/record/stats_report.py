@@ -94,3 +94,27 @@ def add_junit_properties(config: Any, statistics: Mapping[str, Any], trials: int
         return
     for name, value in junit_properties(statistics, trials):
         xml.add_global_property(name, value)
+
+
+def viewer_statistics(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Formatted statistics for the viewer's cards: from summary.json, or computed from the
+    records of a run that never wrote one. None when there is nothing to show."""
+    s = summary.get("statistics")
+    if not isinstance(s, dict) or "ci95" not in s:
+        usable = [r for r in records if isinstance(r, Mapping) and "task_id" in r and "benchmark" in r]
+        if not usable:
+            return None
+        s = stats.run_statistics(usable)
+    k = str(s.get("max_trials") or 0)
+    hat = s.get("pass_hat_k") or {}
+    top = max(hat, key=int) if hat else None
+    return {
+        "ci95": format_interval(s.get("ci95")),
+        "method": METHODS.get(str(s.get("ci_method")), "n/a"),
+        "trials": k,
+        "pass_hat": f"{hat[top] * 100:.1f}%" if top else None,
+        "pass_at": f"{s['pass_at_k'][top] * 100:.1f}%" if top and top in (s.get("pass_at_k") or {}) else None,
+        "k": top,
+        "flip_rate": format_rate(s.get("flip_rate")) if s.get("flip_rate") is not None else None,
+        "flipped": s.get("flipped_tasks", 0),
+    }

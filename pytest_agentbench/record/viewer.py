@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import metrics as m
+from .stats_report import viewer_statistics
 from .runfolder import task_slug
 
 VIEWER_NAME = "viewer.html"
@@ -73,7 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="agentbench-view", description="Write viewer.html for a pytest-agentbench run folder."
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder, e.g. benchmark_results/<run>")
+    parser.add_argument("other", metavar="RUN_B", nargs="?", default=None,
+                        help="a second run: write RUN_B/compare-<RUN_DIR>.html comparing RUN_B with RUN_DIR instead")
     args = parser.parse_args(argv)
+    if args.other is not None:
+        from .compare_view import main_compare
+
+        return main_compare(args.run_dir, args.other)
     run = Path(args.run_dir)
     problem = _run_dir_problem(run)
     if problem:
@@ -134,6 +141,7 @@ def collect(run: Path) -> RunView:
         "by_domain": _domain_rows(summary, records),
         "traj": where,
         "notes": notes,
+        "statistics": viewer_statistics(summary, records),
     }
     return RunView(data, embed_json(records) if results is None else results, reader.texts)
 
@@ -721,6 +729,12 @@ _JS = r"""
       card("Errors", m.errors, errs.length ? errs.join(" \u00b7 ") : "none"),
       card("Avg steps", m.avg_steps, "all attempts"));
     if (m.cost) add(box, card("Cost", m.cost, "total"));
+    var st = DATA.statistics;
+    if (st) {
+      add(box, card("95% interval", st.ci95, "success rate \u00b7 " + st.method));
+      if (st.k && st.k !== "1") add(box, card("pass^" + st.k, st.pass_hat, "pass@" + st.k + " " + st.pass_at + " \u00b7 all " + st.k + " trials pass"));
+      if (st.flip_rate) add(box, card("Flip rate", st.flip_rate, st.flipped + " task(s) with both verdicts"));
+    }
   }
   function renderChips() {
     var counts = {};
