@@ -211,7 +211,9 @@ def run_statistics(records: Iterable[Mapping[str, Any]], *, reps: int = BOOTSTRA
                    seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """Statistics of a whole run: overall, per domain, and per task."""
     grouped = group_tasks(records)
-    tasks = list(grouped.values())
+    # Sorted, so the bootstrap's resamples (and the numbers) do not depend on the order the
+    # records arrived in: xdist's, or a resumed run's.
+    tasks = [grouped[key] for key in sorted(grouped)]
     domains: dict[str, list[TaskTrials]] = {}
     for task in tasks:
         domains.setdefault(task.domain, []).append(task)

@@ -167,9 +167,13 @@ def task_nodes(parent: pytest.Collector, task: dict[str, Any],
 
 
 def configure_trials(config: pytest.Config, *, controller: bool) -> TrialSettings:
-    """Validate the settings (usage errors now, not after the run) and, on the controller,
-    register the ``--compare`` gate."""
+    """Validate the settings (usage errors now, not after the run); register the ``--compare``
+    gate on the controller and, on an xdist worker of a resumed run, the deselection of done items."""
     settings = trial_settings(config)
+    if not controller:
+        from .resume import register_on_worker
+
+        register_on_worker(config)
     if controller and settings.compare is not None:
         from .record.compare_gate import CompareGate
 

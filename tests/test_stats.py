@@ -179,3 +179,12 @@ def test_paired_bootstrap_finds_a_real_regression_and_not_a_null_one():
     assert high < 0 and p_value < 0.01
     (low, high), p_value = stats.paired_bootstrap(same)
     assert low == high == 0.0 and p_value == 1.0
+
+
+def test_statistics_do_not_depend_on_record_order():
+    rng = random.Random(5)
+    records = [{"benchmark": "m", "domain": "d", "task_id": f"t{i}", "trial": k, "outcome": True,
+                "success": rng.random() < 0.5} for i in range(12) for k in (1, 2, 3)]
+    shuffled = records[:]
+    random.Random(9).shuffle(shuffled)
+    assert stats.run_statistics(records) == stats.run_statistics(shuffled)

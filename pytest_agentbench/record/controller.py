@@ -48,13 +48,17 @@ class RunController:
         settings = self.state.settings
         if config.option.collectonly or self.state.manifest is None or not self.state.manifest.suites:
             return  # nothing to play (only suite benchmarks, which keep their own records)
+        from ..resume import record_identity, resumed_folder
+
+        folder = resumed_folder(self, config)  # --resume RUN: RUN's folder, its final records kept
         name = settings.run_name or default_run_name(settings.benchmarks, settings.agent)
         try:
-            folder = RunFolder.create(settings.results_dir, name)
+            folder = folder or RunFolder.create(settings.results_dir, name)
         except (ValueError, OSError) as exc:
             raise pytest.UsageError(f"cannot create the run folder: {exc}") from None
         self.state.run_folder = folder
         self.state.manifest.write(folder.manifest_path)
+        record_identity(self, config, folder)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup":
