@@ -136,3 +136,25 @@ def test_resume_needs_a_run_folder(pytester, run):
     result = run(*ARGS, "--resume", "nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--resume nowhere: not a run folder (no manifest.json)" in result.stderr.str()
+
+
+def test_the_budget_ledger_continues(pytester, run):
+    from test_budget_and_privacy import PAID_AGENT
+
+    pytester.makeconftest(PAID_AGENT)  # three model calls of 10 cents per task
+    args = ("--bench=mock", "--tasks", "4", "--agent", "paid", "-p", "no:cacheprovider")
+    run(*args, "--max-cost-usd", "10", "--run-name", "run")
+    folder = only_run_folder(pytester.path)
+    lines = (folder / "results.jsonl").read_text().splitlines()
+    (folder / "results.jsonl").write_text("\n".join(lines[:2]) + "\n")  # the last two never reported
+    # $1.20 is in the ledger already (the two lost items were paid for too): a $1.20 cap is spent.
+    capped = run(*args, "--max-cost-usd", "1.20", "--resume", str(folder))
+    capped.assert_outcomes(passed=0, skipped=2, deselected=2)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["budget"]["spent_usd"] == pytest.approx(1.20) and summary["budget"]["budget_skipped"] == 2
+    # Budget skips are not final: a larger cap plays them, and the ledger keeps adding up.
+    more = run(*args, "--max-cost-usd", "2", "--resume", str(folder))
+    assert more.parseoutcomes()["deselected"] == 2
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["budget"]["spent_usd"] == pytest.approx(1.80)
+    assert keys(results(folder)) == keys(summary["tasks"]) and len(results(folder)) == 4
