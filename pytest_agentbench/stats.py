@@ -84,9 +84,15 @@ def bootstrap_rate_interval(
     trials = [t for _, t in tasks]
     index = range(n)
     rates = []
-    for _ in range(reps):
-        picks = rng.choices(index, k=n)
-        rates.append(sum(passes[i] for i in picks) / sum(trials[i] for i in picks))
+    if len(set(trials)) == 1:  # the usual case: every task has K trials, so the denominator is n*K
+        denominator = n * trials[0]
+        for _ in range(reps):
+            rates.append(sum(rng.choices(passes, k=n)) / denominator)
+    else:
+        take_passes, take_trials = passes.__getitem__, trials.__getitem__
+        for _ in range(reps):
+            picks = rng.choices(index, k=n)
+            rates.append(sum(map(take_passes, picks)) / sum(map(take_trials, picks)))
     rates.sort()
     tail = (1 - level) / 2
     return _percentile(rates, tail), _percentile(rates, 1 - tail)
@@ -282,11 +288,12 @@ def paired_bootstrap(
     n = len(pairs)
     index = range(n)
     diffs = []
+    columns = [[pair[side][part] for pair in pairs] for side in (0, 1) for part in (0, 1)]
+    takes = [column.__getitem__ for column in columns]
     for _ in range(reps):
         picks = rng.choices(index, k=n)
-        first = sum(pairs[i][0][0] for i in picks) / sum(pairs[i][0][1] for i in picks)
-        second = sum(pairs[i][1][0] for i in picks) / sum(pairs[i][1][1] for i in picks)
-        diffs.append(second - first)
+        first_p, first_t, second_p, second_t = (sum(map(take, picks)) for take in takes)
+        diffs.append(second_p / second_t - first_p / first_t)
     diffs.sort()
     tail = (1 - level) / 2
     below = sum(1 for x in diffs if x <= 0) / reps
