@@ -263,3 +263,16 @@ def test_python_api_writes_nothing_without_results_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     evaluate_agent_on_benchmark(MockAgent(), WAAMockAdapter(num_tasks=2))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_runs_with_trials_and_a_resume_match_the_schemas(validators, pytester, run):
+    run("--bench=mock", "--tasks", "2", "--trials", "3", "--run-name", "r")
+    seen = validate_run(the_run(pytester, "r"), validators)
+    assert {r["trial"] for r in seen["records"]} == {1, 2, 3} and len(seen["trajectories"]) == 6
+    assert seen["summary"]["statistics"]["ci_method"] == "bootstrap-tasks"
+    folder = the_run(pytester, "r")
+    lines = (folder / "results.jsonl").read_text().splitlines()
+    (folder / "results.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    run("--bench=mock", "--tasks", "2", "--trials", "3", "--resume", str(folder))
+    seen = validate_run(folder, validators)
+    assert len(seen["records"]) == 6

@@ -662,7 +662,7 @@ _JS = r"""
   function normalize(r, key) {
     var shots = list(r.screenshots).map(safeRel).filter(Boolean), where = list(DATA.traj[key]);
     return {
-      key: key, task_id: str(r.task_id), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
+      key: key, task_id: str(r.task_id) + (MULTI_TRIAL && num(r.trial) ? "::trial-" + num(r.trial) : ""), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
       nodeid: str(r.nodeid), status: statusOf(r), outcome: isOutcome(r), score: num(r.score),
       num_steps: num(r.num_steps) || 0, step_limit: num(r.step_limit) || 0, reason: str(r.reason),
       error: str(r.error), error_type: str(r.error_type), seconds: num(r.total_time_seconds), cost: num(r.cost_usd),
@@ -670,6 +670,7 @@ _JS = r"""
       traj: typeof where[0] === "number" ? where[0] : null, trajProblem: str(where[1]), trajectory: safeRel(where[2])
     };
   }
+  var MULTI_TRIAL = !!(DATA.statistics && DATA.statistics.trials !== "1" && DATA.statistics.trials !== "0");
   var TASKS = list(JSON.parse($("run-results").textContent)).map(function (r, i) { return normalize(obj(r), i); });
   function scoreText(t) { return t.outcome && t.score !== null ? t.score.toFixed(3) : "n/a"; }
   function badge(status) { return el("span", "badge s-" + (RANK.hasOwnProperty(status) ? status : "skipped"), status); }
