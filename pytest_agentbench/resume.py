@@ -38,10 +38,13 @@ DONE_INPUT = "agentbench_resume_done"
 RUN_SCHEMA = "pytest-agentbench/run/v1"
 
 
-def identity(state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> dict[str, Any]:
-    """What must match for a run to be continued: written as run.json when a run starts."""
+def identity(state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int,
+             created_at: str | None = None) -> dict[str, Any]:
+    """What must match for a run to be continued: written as run.json when a run starts (with
+    the run's start time, which a resumed run keeps, so its summary says when the run began)."""
     return {
         "schema": RUN_SCHEMA,
+        "created_at": created_at,
         "benchmarks": list(state.settings.benchmarks),
         "agent": state.settings.agent,
         "trials": trials,
@@ -84,6 +87,7 @@ class Resume:
         self.folder = RunFolder(path)
         self.kept: list[dict[str, Any]] = []
         self.replaced: list[dict[str, Any]] = []
+        self.created_at: str | None = None
 
     def open(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> RunFolder:
         """Check RUN against this selection and prepare its folder; usage errors say why not."""
@@ -108,6 +112,7 @@ class Resume:
             except ValueError as exc:
                 raise pytest.UsageError(f"{flag}: {exc}") from None
         self.kept, self.replaced = split(records)
+        self.created_at = old.get("created_at") if isinstance(old.get("created_at"), str) else None
         self._rewrite()
         return self.folder
 
@@ -172,6 +177,13 @@ def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
     resume = Resume(settings.resume)
     folder = resume.open(controller.state, controller.state.manifest, settings.trials, settings.seed)
     controller.records.extend(resume.kept)
+    if resume.created_at:
+        import datetime as _dt
+
+        try:
+            controller.started = _dt.datetime.fromisoformat(resume.created_at)
+        except ValueError:
+            pass  # a hand-edited run.json: the summary gets this session's start instead
     config.pluginmanager.register(ResumeDeselect(resume.done), "agentbench-resume")
     return folder
 
@@ -181,7 +193,8 @@ def record_identity(controller: Any, config: pytest.Config, folder: RunFolder) -
     from .trials import trial_settings
 
     settings = trial_settings(config)
-    write_identity(folder, identity(controller.state, controller.state.manifest, settings.trials, settings.seed))
+    write_identity(folder, identity(controller.state, controller.state.manifest, settings.trials, settings.seed,
+                                    controller.started.isoformat(timespec="seconds")))
 
 
 def worker_input(config: pytest.Config) -> dict[str, Any]:

@@ -54,6 +54,8 @@ def test_resume_after_sigterm_matches_an_uninterrupted_run(pytester, run_sub, xd
     folder = pytester.path / "benchmark_results" / "run"
     before = results(folder)
     assert 5 <= len(before) < 24 and not (folder / "summary.json").exists()
+    started = json.loads((folder / "run.json").read_text())["created_at"]
+    time.sleep(1.1)  # the resumed session starts in a later second
     resumed = run_sub(*ARGS, *xdist, "--resume", str(folder))
     assert resumed.ret == 1  # task2 fails every trial
     after = results(folder)
@@ -71,6 +73,7 @@ def test_resume_after_sigterm_matches_an_uninterrupted_run(pytester, run_sub, xd
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["statistics"] == straight["statistics"]
     assert summary["success_count"] == straight["success_count"] and summary["num_attempts"] == 24
+    assert summary["created_at"] == started == json.loads((folder / "run.json").read_text())["created_at"]
     assert len(list((folder / "tasks" / "flaky").glob("*.trajectory.json"))) == 24
 
 
