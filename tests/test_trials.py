@@ -221,3 +221,22 @@ def test_library_and_plugin_agree(flaky, run, pytester):
     folder = only_run_folder(pytester.path)
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["statistics"] == json.loads(json.dumps(stats.run_statistics(results(folder))))
+
+
+def test_a_baseline_with_trials_marks_a_task_that_failed_any_trial(flaky, run, pytester):
+    flaky({"alpha": 0.5, "bravo": 1.0})
+    run(*ARGS, "--trials", "4", "--trial-seed", "5", "--run-name", "base")
+    base = pytester.path / "benchmark_results" / "base"
+    alpha = [r["success"] for r in results(base) if r["task_id"] == "alpha"]
+    assert True in alpha and False in alpha  # alpha flips with this seed
+    # The verdict must not depend on which trial was recorded last: reverse the file, so the last
+    # record of alpha is its trial 1, which passed with this seed (the last-record-wins rule would
+    # then call alpha a pass).
+    assert alpha[0] is True
+    lines = (base / "results.jsonl").read_text().splitlines()
+    (base / "results.jsonl").write_text("\n".join(reversed(lines)) + "\n")
+    result = run(*ARGS, "--trials", "4", "--trial-seed", "5", "--baseline", str(base), "--run-name", "next")
+    statuses = {(r["task_id"], r["trial"]): r["status"] for r in results(pytester.path / "benchmark_results" / "next")}
+    assert {s for (t, _), s in statuses.items() if t == "alpha"} == {"xfailed", "xpassed"}
+    assert {s for (t, _), s in statuses.items() if t == "bravo"} == {"passed"}
+    assert result.ret == 0
