@@ -50,6 +50,11 @@ class Agent(ABC):
     #: calls a model more than once per ``act`` should call ``self.budget.check(pending=...)``
     #: before each call; the runner itself checks before every ``act``.
     budget: Budget | None = None
+    #: Set by the runner before each episode: which trial of the task this is (1..K with
+    #: ``--trials K``) and a seed for it, stable across reruns with the same ``--trial-seed``. An
+    #: agent that samples may seed its sampler with it, so trials differ and reruns repeat.
+    trial: int = 1
+    seed: int | None = None
 
     @abstractmethod
     def act(

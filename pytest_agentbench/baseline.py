@@ -11,16 +11,23 @@ def load_baseline(path: Path) -> dict[str, str]:
     """``{"<bench>::<task_id>": status}`` for every task that did not pass in the baseline run.
 
     ``path`` is a results.jsonl file or a run folder holding one. A task passed when its checker
-    said so (``success`` true), whatever pytest outcome it had then.
+    said so (``success`` true), whatever pytest outcome it had then. With ``--trials`` a task
+    passed only when every trial did (the first failing trial's status is given), whatever order
+    the trials were recorded in; a record repeated for the same trial replaces the earlier one.
     """
     file = path / "results.jsonl" if path.is_dir() else path
     if not file.exists():
         raise ValueError(f"{file} does not exist; pass a results.jsonl file or a run folder")
-    known: dict[str, str] = {}
+    verdicts: dict[str, dict[int, str | None]] = {}
     for record in read_results(file):
         key = f"{record['benchmark']}::{record['task_id']}"
-        if record.get("success") is True:
-            known.pop(key, None)
-        else:
-            known[key] = str(record.get("status") or ("error" if record.get("error_type") else "failed"))
+        trial = record.get("trial") if isinstance(record.get("trial"), int) else 1
+        status = None if record.get("success") is True else str(
+            record.get("status") or ("error" if record.get("error_type") else "failed"))
+        verdicts.setdefault(key, {})[trial] = status
+    known: dict[str, str] = {}
+    for key, by_trial in verdicts.items():
+        failing = [status for _, status in sorted(by_trial.items()) if status is not None]
+        if failing:
+            known[key] = failing[0]
     return known

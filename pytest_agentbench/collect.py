@@ -54,27 +54,36 @@ class DomainGroup(pytest.Collector):
         self._tasks = tasks or []
         self._known = known or {}
 
-    def collect(self) -> Iterator[pytest.Item]:
+    def collect(self) -> Iterator[pytest.Node]:
+        from .trials import task_nodes
+
         for task in self._tasks:
-            item = BenchItem.from_parent(self, name=task["task_id"], callobj=run_task)
-            item.stash[TASK_KEY] = task
-            item.add_marker(task["benchmark"])
-            if task.get("domain"):
-                item.add_marker(task["domain"])
-            for tag in task.get("tags", ()):
-                item.extra_keyword_matches.add(tag)
-            expected = (task.get("raw_config") or {}).get("expect_fail")
-            if expected:
-                from .outcomes import EpisodeFailed
+            yield task_nodes(self, task, self._make_item)
 
-                item.add_marker(pytest.mark.xfail(reason=str(expected), strict=True, raises=EpisodeFailed))
-            status = self._known.get(f"{task['benchmark']}::{task['task_id']}")
-            if status is not None:
-                from .outcomes import EpisodeFailed
+    def _make_item(self, parent: pytest.Collector, name: str, task: dict[str, Any], trial: int) -> pytest.Item:
+        """One trial of ``task`` (``parent`` is this group, or the task's collector of trials)."""
+        from .trials import TRIAL_KEY
 
-                item.add_marker(pytest.mark.xfail(
-                    reason=f"did not pass in the baseline run ({status})", strict=False, raises=EpisodeFailed))
-            yield item
+        item = BenchItem.from_parent(parent, name=name, callobj=run_task)
+        item.stash[TASK_KEY] = task
+        item.stash[TRIAL_KEY] = trial
+        item.add_marker(task["benchmark"])
+        if task.get("domain"):
+            item.add_marker(task["domain"])
+        for tag in task.get("tags", ()):
+            item.extra_keyword_matches.add(tag)
+        expected = (task.get("raw_config") or {}).get("expect_fail")
+        if expected:
+            from .outcomes import EpisodeFailed
+
+            item.add_marker(pytest.mark.xfail(reason=str(expected), strict=True, raises=EpisodeFailed))
+        status = self._known.get(f"{task['benchmark']}::{task['task_id']}")
+        if status is not None:
+            from .outcomes import EpisodeFailed
+
+            item.add_marker(pytest.mark.xfail(
+                reason=f"did not pass in the baseline run ({status})", strict=False, raises=EpisodeFailed))
+        return item
 
 
 class BenchSuite(pytest.Collector):

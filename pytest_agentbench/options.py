@@ -639,3 +639,26 @@ def check_trajectory_min(config: pytest.Config) -> None:
         from .trajectory.collect import configured_min
 
         configured_min(config)
+
+
+def add_trial_options(parser: pytest.Parser) -> None:
+    """Repeated trials, run comparison and resuming; validated in ``trials.TrialSettings``."""
+    group = parser.getgroup("agentbench-trials", "repeated trials, statistics and run comparison (pytest-agentbench)")
+    group.addoption("--trials", default=None, metavar="K",
+                    help="play every task K times, as K items <task id>::trial-<n> (default 1).")
+    group.addoption("--trial-seed", default=None, metavar="N",
+                    help="base of the per-trial seeds the agent is given (default 0): same N, same seeds.")
+    group.addoption("--compare", default=None, metavar="RUN",
+                    help="compare this run with an earlier one (a run folder or its results.jsonl), task by task.")
+    group.addoption("--fail-on-regression", action="store_true", default=None,
+                    help="with --compare: fail the run when its success rate is significantly below RUN's.")
+    group.addoption("--regression-alpha", default=None, metavar="P",
+                    help="significance level of --fail-on-regression (default 0.05).")
+    group.addoption("--resume", default=None, metavar="RUN",
+                    help="continue an interrupted run in its folder: play only items without a final record.")
+    parser.addini("agentbench_trials", "trials per task (as --trials)", default="")
+    parser.addini("agentbench_trial_seed", "base of the per-trial seeds (as --trial-seed)", default="")
+    parser.addini("agentbench_compare", "run to compare with (as --compare)", default="")
+    parser.addini("agentbench_fail_on_regression", "fail on a significant regression (as --fail-on-regression)",
+                  type="bool", default=False)
+    parser.addini("agentbench_regression_alpha", "significance level (as --regression-alpha)", default="")

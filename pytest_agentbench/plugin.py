@@ -40,6 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_opencomputer_options(parser)
     options.add_sandbox_options(parser)
     options.add_trajectory_options(parser)
+    options.add_trial_options(parser)
 
 
 def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[dict]) -> None:
@@ -105,6 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import STATE_KEY, AgentbenchPlugin, is_worker
 
     state = AgentbenchPlugin(config, options.settings_from_config(config))
+    from .trials import configure_trials
+
+    configure_trials(config, controller=not is_worker(config))  # --trials, --compare, --resume
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "agentbench-session")
     if not is_worker(config):

@@ -238,12 +238,17 @@ class AgentbenchPlugin:
         budget = self.budget
         if budget is not None and budget.run_exhausted():
             pytest.skip(budget.run_message())
+        from .trials import record_fields
+
+        trial = record_fields(item, item.stash[TASK_KEY])
+        agent.trial, agent.seed = trial["trial"], trial["seed"]
         started = time.perf_counter()
         record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
                              budget=budget, scrub=self._scrubber(task))
         outcome = item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item) or default_outcome(record)
         item.stash[OUTCOME_KEY] = outcome
         payload = save_episode(self, item, task, record, outcome, time.perf_counter() - started)
+        payload.update(trial)
         item.config.hook.pytest_agentbench_episode_finished(record=record, item=item, payload=payload)
         item.stash[PAYLOAD_KEY] = payload
         item.user_properties.extend([
@@ -255,6 +260,7 @@ class AgentbenchPlugin:
             ("steps", record.num_steps),
             ("verdict", payload["reason"] or ""),
             ("duration", f"{record.total_time_seconds:.3f}"),
+            ("trial", trial["trial"]),
         ])
         return record
 
@@ -358,6 +364,9 @@ class AgentbenchPlugin:
         else:
             message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
         payload = base_payload(item.nodeid, task, self.settings.agent)
+        from .trials import record_fields
+
+        payload.update(record_fields(item, task))
         if report.skipped:  # a skip or skipif marker: nothing ran, nothing failed
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else message
             payload.update(reason=str(reason), outcome=False)

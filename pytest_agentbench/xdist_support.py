@@ -37,6 +37,9 @@ class XdistController:
         node.workerinput[MANIFEST_INPUT] = str(folder.manifest_path.absolute())
         node.workerinput[RUNFOLDER_INPUT] = str(folder.path.absolute())
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
+        from .resume import worker_input
+
+        node.workerinput.update(worker_input(self.state.config))  # --resume: the items already done
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         if self.state.pools is not None:

@@ -355,3 +355,14 @@ def test_option_refuses_the_eval_format(run) -> None:
     result = run("--bench=mock", "--tasks", "1", "--inspect-log", "run.eval")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--inspect-log run.eval: only Inspect's JSON log format is written*"])
+
+
+def test_trials_are_epochs_that_inspect_reads(run, pytester: pytest.Pytester, api, tmp_path: Path) -> None:
+    run("--bench=mock", "--tasks", "2", "--trials", "3", "--inspect-log", str(tmp_path / "log.json"))
+    raw = json.loads((tmp_path / "log.json").read_text())
+    check_structure(raw)
+    log = api.read_eval_log(str(tmp_path / "log.json"))
+    assert log.eval.config.epochs == 3
+    assert sorted((s.id, s.epoch) for s in log.samples) == sorted(
+        (r["task_id"], r["trial"]) for r in results(only_run_folder(pytester.path)))
+    assert raw["eval"]["metadata"]["agentbench"]["statistics"]["max_trials"] == 3

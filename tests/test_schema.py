@@ -119,7 +119,7 @@ def test_schema_fields_match_the_models():
     assert set(defs["step"]["properties"]) == (set(Step.model_fields) - {"observation"}) | {"label"}
     # The result record is base_payload plus what the writers add.
     payload = base_payload("bench/x::d::t", {"benchmark": "x", "task_id": "t"}, "a")
-    assert set(result["properties"]) == set(payload) | {"expected_outcome", "status", "duration"}
+    assert set(result["properties"]) == set(payload) | {"expected_outcome", "status", "duration", "trial", "seed"}
     # The summary's metric keys are exactly what metrics() returns.
     keys = set(metrics([Attempt(True, 1.0, 1, 0.1, None, True)]))
     summary_metrics = load_schema("summary")["$defs"]["metricFields"]
@@ -263,3 +263,16 @@ def test_python_api_writes_nothing_without_results_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     evaluate_agent_on_benchmark(MockAgent(), WAAMockAdapter(num_tasks=2))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_runs_with_trials_and_a_resume_match_the_schemas(validators, pytester, run):
+    run("--bench=mock", "--tasks", "2", "--trials", "3", "--run-name", "r")
+    seen = validate_run(the_run(pytester, "r"), validators)
+    assert {r["trial"] for r in seen["records"]} == {1, 2, 3} and len(seen["trajectories"]) == 6
+    assert seen["summary"]["statistics"]["ci_method"] == "bootstrap-tasks"
+    folder = the_run(pytester, "r")
+    lines = (folder / "results.jsonl").read_text().splitlines()
+    (folder / "results.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    run("--bench=mock", "--tasks", "2", "--trials", "3", "--resume", str(folder))
+    seen = validate_run(folder, validators)
+    assert len(seen["records"]) == 6

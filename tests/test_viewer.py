@@ -461,3 +461,26 @@ def test_symbolic_links_in_a_run_folder_are_never_followed(tmp_path, capsys):
     assert main([str(other)]) == 0
     page = (other / "viewer.html").read_text()
     assert "SUMMARY-SECRET" not in page and "RESULTS-SECRET" not in page
+
+
+def test_trials_show_the_interval_pass_hat_k_and_one_row_per_trial(run, pytester, open_viewer):
+    folder = mock_run(run, pytester, "--trials", "2")
+    summary = json.loads((folder / "summary.json").read_text())
+    low, high = summary["statistics"]["ci95"]
+    viewer = open_viewer(folder)
+    metrics = viewer.page.locator("#metrics").inner_text()
+    assert "95% interval" in metrics and f"[{low * 100:.1f}%, {high * 100:.1f}%]" in metrics
+    assert "bootstrap over tasks" in metrics and "pass^2" in metrics
+    for record in results(folder):
+        assert viewer.row(f"{record['task_id']}::trial-{record['trial']}").is_visible()
+    assert viewer.page.locator("#count").inner_text() == "6 tasks"
+    viewer.assert_clean()
+
+
+def test_one_trial_shows_the_wilson_interval(run, pytester, open_viewer):
+    folder = mock_run(run, pytester)
+    viewer = open_viewer(folder)
+    metrics = viewer.page.locator("#metrics").inner_text()
+    assert "Wilson" in metrics and "pass^" not in metrics
+    assert viewer.row(results(folder)[0]["task_id"]).is_visible()
+    viewer.assert_clean()

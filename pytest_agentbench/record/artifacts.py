@@ -86,7 +86,9 @@ def save_episode(
     folder = state.run_folder
     if folder is None:  # --collect-only never plays; defensive for direct fixture use
         return payload
-    task_dir = folder.task_dir(record.benchmark, record.task_id)
+    from ..trials import task_dir as trial_task_dir, trajectory_path as trial_trajectory_path
+
+    task_dir = trial_task_dir(folder, item, record.benchmark, record.task_id)
     pngs: list[tuple[Any, Any]] = []
     mode = state.settings.screenshots
     keep = mode == "on" or (mode == "only-on-failure" and outcome.kind != "passed")
@@ -127,7 +129,7 @@ def save_episode(
         "total_time_seconds": round(record.total_time_seconds, 6),
         "cost_usd": record.cost_usd,
     }
-    trajectory_path = folder.trajectory_path(record.benchmark, record.task_id)
+    trajectory_path = trial_trajectory_path(folder, item, record.benchmark, record.task_id)
 
     def write_files() -> None:
         # The trajectory first: a screenshot that cannot be drawn must not cost the step record.

@@ -52,9 +52,12 @@ class RunController:
         if config.option.collectonly or self.state.manifest is None or not self.state.manifest.suites:
             return  # nothing to play (only suite benchmarks, which keep their own records)
         self._session = session
+        from ..resume import record_identity, resumed_folder
+
+        folder = resumed_folder(self, config)  # --resume RUN: RUN's folder, its final records kept
         name = settings.run_name or default_run_name(settings.benchmarks, settings.agent)
         try:
-            folder = RunFolder.create(settings.results_dir, name)
+            folder = folder or RunFolder.create(settings.results_dir, name)
         except (ValueError, OSError) as exc:
             raise pytest.UsageError(f"cannot create the run folder: {exc}") from None
         self.state.run_folder = folder
@@ -62,6 +65,7 @@ class RunController:
             self.state.manifest.write(folder.manifest_path)
         except OSError as exc:
             raise pytest.UsageError(f"cannot write {folder.manifest_path}: {_os_error(exc)}") from None
+        record_identity(self, config, folder)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup":
@@ -159,10 +163,16 @@ class RunController:
             "statuses": _count(r["status"] for r in self.records),
             "tasks": [
                 {k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
-                                      "num_steps", "error", "error_type", "reason", "trajectory")}
+                                      "num_steps", "error", "error_type", "reason", "trajectory", "trial")}
                 for r in self.records
             ],
         }
+        from ..trials import trial_settings
+        from .stats_report import add_junit_properties, summary_fields
+
+        trials = trial_settings(session.config).trials
+        self.summary.update(summary_fields(self.records, trials))
+        add_junit_properties(session.config, self.summary["statistics"], trials)
         threshold = settings.min_success
         if threshold is not None and self.records:
             rate = overall["success_rate"]
@@ -217,6 +227,11 @@ class RunController:
             tr.write_line("")
             for line in m.domain_table(self.summary["by_domain"]):
                 tr.write_line(line)
+        from .stats_report import terminal_lines
+
+        tr.write_line("")
+        for line in terminal_lines(self.summary["statistics"], domains=True):
+            tr.write_line(line)
         budget = self.summary.get("budget")
         if budget:
             caps = [f"run {m.format_usd(budget['max_cost_usd'])}" if budget["max_cost_usd"] else "",

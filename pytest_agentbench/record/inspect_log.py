@@ -160,6 +160,7 @@ def build_log(
                 "max_steps": summary.get("max_steps"),
                 "metrics": overall,
                 "by_domain": summary.get("by_domain") or m.by_domain(attempts),
+                "statistics": summary.get("statistics"),
             }},
         },
         "plan": {"name": "plan", "steps": [{"solver": model, "params": {"max_steps": summary.get("max_steps")}}],
@@ -298,9 +299,10 @@ def _sample_ids(records: list[Mapping[str, Any]]) -> list[tuple[str, int]]:
         task_ids = [str(r.get("nodeid") or f"{r.get('benchmark')}::{t}") for r, t in zip(records, task_ids)]
     seen: dict[str, int] = {}
     out = []
-    for sample_id in task_ids:
+    for record, sample_id in zip(records, task_ids):
         seen[sample_id] = seen.get(sample_id, 0) + 1
-        out.append((sample_id, seen[sample_id]))
+        trial = record.get("trial")  # --trials: trial n is epoch n, whatever order the records came in
+        out.append((sample_id, trial if isinstance(trial, int) and trial >= 1 else seen[sample_id]))
     return out
 
 

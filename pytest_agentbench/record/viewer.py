@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import metrics as m
+from .stats_report import viewer_statistics
 from .runfolder import task_slug
 
 VIEWER_NAME = "viewer.html"
@@ -84,7 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="agentbench-view", description="Write viewer.html for a pytest-agentbench run folder."
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder, e.g. benchmark_results/<run>")
+    parser.add_argument("other", metavar="RUN_B", nargs="?", default=None,
+                        help="a second run: write RUN_B/compare-<RUN_DIR>.html comparing RUN_B with RUN_DIR instead")
     args = parser.parse_args(argv)
+    if args.other is not None:
+        from .compare_view import main_compare
+
+        return main_compare(args.run_dir, args.other)
     run = Path(args.run_dir)
     problem = _run_dir_problem(run)
     if problem:
@@ -147,6 +154,7 @@ def collect(run: Path) -> RunView:
         "by_domain": _domain_rows(summary, records),
         "traj": where,
         "notes": notes,
+        "statistics": viewer_statistics(summary, records),
     }
     return RunView(data, embed_json(records) if results is None else results, reader.texts)
 
@@ -721,7 +729,7 @@ _JS = r"""
   function normalize(r, key) {
     var shots = list(r.screenshots).map(safeRel).filter(Boolean), where = list(DATA.traj[key]);
     return {
-      key: key, task_id: str(r.task_id), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
+      key: key, task_id: str(r.task_id) + (MULTI_TRIAL && num(r.trial) ? "::trial-" + num(r.trial) : ""), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
       nodeid: str(r.nodeid), status: statusOf(r), outcome: isOutcome(r), score: num(r.score),
       num_steps: num(r.num_steps) || 0, step_limit: num(r.step_limit) || 0, reason: str(r.reason),
       error: str(r.error), error_type: str(r.error_type), seconds: num(r.total_time_seconds), cost: num(r.cost_usd),
@@ -729,6 +737,7 @@ _JS = r"""
       traj: typeof where[0] === "number" ? where[0] : null, trajProblem: str(where[1]), trajectory: safeRel(where[2])
     };
   }
+  var MULTI_TRIAL = !!(DATA.statistics && DATA.statistics.trials !== "1" && DATA.statistics.trials !== "0");
   var TASKS = list(JSON.parse($("run-results").textContent)).map(function (r, i) { return normalize(obj(r), i); });
   function scoreText(t) { return t.outcome && t.score !== null ? t.score.toFixed(3) : "n/a"; }
   function badge(status) { return el("span", "badge s-" + (RANK.hasOwnProperty(status) ? status : "skipped"), status); }
@@ -788,6 +797,12 @@ _JS = r"""
       card("Errors", m.errors, errs.length ? errs.join(" \u00b7 ") : "none"),
       card("Avg steps", m.avg_steps, "all attempts"));
     if (m.cost) add(box, card("Cost", m.cost, "total"));
+    var st = DATA.statistics;
+    if (st) {
+      add(box, card("95% interval", st.ci95, "success rate \u00b7 " + st.method));
+      if (st.k && st.k !== "1") add(box, card("pass^" + st.k, st.pass_hat, "pass@" + st.k + " " + st.pass_at + " \u00b7 all " + st.k + " trials pass"));
+      if (st.flip_rate) add(box, card("Flip rate", st.flip_rate, st.flipped + " task(s) with both verdicts"));
+    }
   }
   function renderChips() {
     var counts = {};

@@ -1,0 +1,155 @@
+"""Compare two runs task by task, and say whether the difference is more than chance.
+
+Two runs of the same stochastic agent differ by several points from repetition alone, so "the
+rate went down" is not a regression until a paired test says so. Tasks are paired by
+``<benchmark>::<task_id>``; each side's outcome trials are counted with the outcomes-only rule
+(infrastructure errors are out of every denominator). A task with no outcome trial on one side
+counts as absent there (``new`` or ``gone``), since there is nothing to compare.
+
+* One trial per task on both sides: the exact McNemar test on the discordant tasks, and Newcombe's
+  paired interval of the difference.
+* More than one trial on either side: a paired bootstrap over tasks (both runs' trials of a task
+  resampled together), for the interval and the p-value.
+
+Pure functions on records; no pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import stats
+from .record.runfolder import read_results
+
+STATUSES = ("regressed", "improved", "unchanged", "new", "gone")
+DEFAULT_ALPHA = 0.05
+
+
+def load_run(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
+    """The run's name and records, from a run folder or a results.jsonl. ValueError when unreadable."""
+    path = Path(path)
+    file = path / "results.jsonl" if path.is_dir() else path
+    if not file.is_file():
+        raise ValueError(f"{file} does not exist; pass a run folder or its results.jsonl")
+    name = path.name if path.is_dir() else (file.parent.name if file.name == "results.jsonl" else file.stem)
+    return name, read_results(file)
+
+
+def _rate(t: stats.TaskTrials | None) -> float | None:
+    return t.passes / t.trials if t is not None and t.trials else None
+
+
+def compare_records(
+    before: Sequence[Mapping[str, Any]],
+    after: Sequence[Mapping[str, Any]],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    before_name: str = "before",
+    after_name: str = "after",
+) -> dict[str, Any]:
+    """The comparison of ``after`` (this run) against ``before`` (the reference run)."""
+    old = stats.group_tasks(before)
+    new = stats.group_tasks(after)
+    rows = []
+    pairs: list[tuple[stats.TaskTrials, stats.TaskTrials]] = []
+    for key in list(old) + [k for k in new if k not in old]:
+        a, b = old.get(key), new.get(key)
+        ra, rb = _rate(a), _rate(b)
+        if ra is None and rb is None:
+            continue  # no outcome on either side: nothing to say about this task
+        if ra is None:
+            status = "new"
+        elif rb is None:
+            status = "gone"
+        else:
+            status = "regressed" if rb < ra else "improved" if rb > ra else "unchanged"
+            pairs.append((a, b))  # type: ignore[arg-type]
+        ref = b if b is not None else a
+        assert ref is not None
+        rows.append({
+            "benchmark": ref.benchmark, "domain": ref.domain, "task_id": ref.task_id, "status": status,
+            "before": {"passes": a.passes, "trials": a.trials} if a is not None else None,
+            "after": {"passes": b.passes, "trials": b.trials} if b is not None else None,
+        })
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in STATUSES}
+    result: dict[str, Any] = {
+        "before_run": before_name,
+        "after_run": after_name,
+        "alpha": alpha,
+        "counts": counts,
+        "paired_tasks": len(pairs),
+        "before_rate": None, "after_rate": None, "difference": None, "ci95": None, "p_value": None,
+        "method": None,
+        "tasks": rows,
+    }
+    if pairs:
+        bp = sum(a.passes for a, _ in pairs)
+        bt = sum(a.trials for a, _ in pairs)
+        ap = sum(b.passes for _, b in pairs)
+        at = sum(b.trials for _, b in pairs)
+        result.update(before_rate=bp / bt, after_rate=ap / at, difference=ap / at - bp / bt)
+        if all(a.trials == 1 and b.trials == 1 for a, b in pairs):
+            both = sum(1 for a, b in pairs if a.passes and b.passes)
+            lost = sum(1 for a, b in pairs if a.passes and not b.passes)
+            won = sum(1 for a, b in pairs if not a.passes and b.passes)
+            neither = len(pairs) - both - lost - won
+            result.update(method="mcnemar-exact", p_value=stats.mcnemar_exact(lost, won),
+                          ci95=list(stats.newcombe_paired_interval(both, lost, won, neither) or ()) or None,
+                          table={"pass_pass": both, "pass_fail": lost, "fail_pass": won, "fail_fail": neither})
+        else:
+            boot = stats.paired_bootstrap([((a.passes, a.trials), (b.passes, b.trials)) for a, b in pairs])
+            assert boot is not None
+            (low, high), p_value = boot
+            result.update(method="paired-bootstrap", p_value=p_value, ci95=[low, high])
+    significant = result["p_value"] is not None and result["p_value"] < alpha
+    result["significant"] = significant
+    if significant and result["difference"] < 0:
+        result["verdict"] = "regression"
+    elif significant and result["difference"] > 0:
+        result["verdict"] = "improvement"
+    else:
+        result["verdict"] = "no significant change"
+    return result
+
+
+def grep_line(result: Mapping[str, Any]) -> str:
+    """One line for CI logs, ``key=value`` pairs after a fixed prefix."""
+    c = result["counts"]
+
+    def pts(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 100:+.1f}pts"
+
+    ci = result["ci95"]
+    interval = "n/a" if not ci else f"[{ci[0] * 100:+.1f},{ci[1] * 100:+.1f}]pts"
+    p = "n/a" if result["p_value"] is None else f"{result['p_value']:.4g}"
+    verdict = result["verdict"].replace(" ", "-")
+    return (f"agentbench-compare: verdict={verdict} diff={pts(result['difference'])} ci95={interval} p={p} "
+            f"alpha={result['alpha']:g} method={result['method'] or 'n/a'} paired={result['paired_tasks']} "
+            f"regressed={c['regressed']} improved={c['improved']} unchanged={c['unchanged']} "
+            f"new={c['new']} gone={c['gone']} baseline={result['before_run']}")
+
+
+def summary_lines(result: Mapping[str, Any]) -> list[str]:
+    """The terminal block: the rates, the difference with its interval and test, the task counts,
+    and the regressed tasks by name (at most ten)."""
+    def rate(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 100:.1f}%"
+
+    lines = [f"Compared with {result['before_run']} ({result['paired_tasks']} paired task(s))"]
+    if result["difference"] is not None:
+        ci = result["ci95"]
+        interval = f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}] points" if ci else ""
+        test = "exact McNemar" if result["method"] == "mcnemar-exact" else "paired bootstrap"
+        lines.append(f"Success rate: {rate(result['before_rate'])} -> {rate(result['after_rate'])}, "
+                     f"difference {result['difference'] * 100:+.1f} points{interval} (95%); "
+                     f"{test} p = {result['p_value']:.4g}")
+    c = result["counts"]
+    lines.append("Tasks: " + ", ".join(f"{c[s]} {s}" for s in STATUSES))
+    regressed = [r["task_id"] for r in result["tasks"] if r["status"] == "regressed"]
+    if regressed:
+        more = f" (+{len(regressed) - 10} more)" if len(regressed) > 10 else ""
+        lines.append("Regressed: " + ", ".join(regressed[:10]) + more)
+    lines.append(grep_line(result))
+    return lines

@@ -1,0 +1,209 @@
+"""``--resume RUN``: continue an interrupted run in its own folder.
+
+A long run that dies at task 120 of 154 should not start over. At session start the controller
+opens RUN's folder instead of making a new one, checks that this selection is the run's (same
+benchmarks, agent, task list, trials and trial seed, recorded in ``run.json`` when the run
+started), and splits RUN's records:
+
+* an item whose last record is final (anything but an infrastructure error, or a skip because the
+  budget was spent) is done: it is deselected, never played again, and its record counts in the
+  summary and statistics as if this session had played it;
+* the other items (no record, or ended by an infrastructure error) are played; the records they
+  replace move to ``results.replaced.jsonl`` so results.jsonl ends with one record per item.
+
+Under xdist the controller hands the done node ids to the workers, which deselect the same items
+while collecting. The budget ledger is the run folder's, so money already spent counts against
+``--max-cost-usd``; the pool only starts VMs for items that still play.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .record.runfolder import RunFolder, read_results
+
+if TYPE_CHECKING:
+    from .manifest import Manifest
+    from .session import AgentbenchPlugin
+
+RUN_FILE = "run.json"
+REPLACED_FILE = "results.replaced.jsonl"
+DONE_INPUT = "agentbench_resume_done"
+RUN_SCHEMA = "pytest-agentbench/run/v1"
+
+
+def identity(state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int,
+             created_at: str | None = None) -> dict[str, Any]:
+    """What must match for a run to be continued: written as run.json when a run starts (with
+    the run's start time, which a resumed run keeps, so its summary says when the run began)."""
+    return {
+        "schema": RUN_SCHEMA,
+        "created_at": created_at,
+        "benchmarks": list(state.settings.benchmarks),
+        "agent": state.settings.agent,
+        "trials": trials,
+        "trial_seed": seed,
+        "tasks": [f"{s.name}::{t['task_id']}" for s in manifest.suites for t in s.tasks],
+    }
+
+
+def write_identity(folder: RunFolder, data: Mapping[str, Any]) -> None:
+    folder.write_json(folder.path / RUN_FILE, data)
+
+
+def is_final(record: Mapping[str, Any]) -> bool:
+    """A record that ends its item for good. Infrastructure errors (the VM died, the worker
+    crashed) and budget skips say nothing about the agent, so those items play again."""
+    if record.get("error_type") == "infrastructure":
+        return False
+    return not (record.get("status") == "skipped" and "budget spent" in str(record.get("reason") or ""))
+
+
+def mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """The first difference between the run's identity and this selection's, in words."""
+    for key, label in (("benchmarks", "benchmarks"), ("agent", "agent"), ("trials", "--trials"),
+                       ("trial_seed", "--trial-seed")):
+        if old.get(key) != new.get(key):
+            return f"{label} was {old.get(key)!r} there, {new.get(key)!r} here"
+    if old.get("tasks") != new.get("tasks"):
+        before, after = set(old.get("tasks") or ()), set(new.get("tasks") or ())
+        extra, missing = sorted(after - before), sorted(before - after)
+        detail = (f"{len(missing)} of its task(s) not selected here (first {missing[0]})" if missing
+                  else f"{len(extra)} task(s) here not in it (first {extra[0]})" if extra else "the task order differs")
+        return f"the task list differs: {detail}"
+    return None
+
+
+class Resume:
+    """Controller side: open RUN's folder, check it, split its records."""
+
+    def __init__(self, path: Path) -> None:
+        self.folder = RunFolder(path)
+        self.kept: list[dict[str, Any]] = []
+        self.replaced: list[dict[str, Any]] = []
+        self.created_at: str | None = None
+
+    def open(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> RunFolder:
+        """Check RUN against this selection and prepare its folder; usage errors say why not."""
+        flag = f"--resume {self.folder.path}"
+        new = identity(state, manifest, trials, seed)
+        run_file = self.folder.path / RUN_FILE
+        try:
+            old = json.loads(run_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise pytest.UsageError(f"{flag}: the run has no {RUN_FILE} (it was not started by a version that "
+                                    "records its selection); start a new run instead") from None
+        except (OSError, ValueError) as exc:
+            raise pytest.UsageError(f"{flag}: cannot read {run_file}: {exc}") from None
+        problem = mismatch(old, new)
+        if problem:
+            raise pytest.UsageError(f"{flag}: this selection is not that run's ({problem}); "
+                                    "pass the same --bench, --agent, task selection, --trials and --trial-seed")
+        records: list[dict[str, Any]] = []
+        if self.folder.results_path.exists():
+            try:
+                records = read_results(self.folder.results_path)
+            except ValueError as exc:
+                raise pytest.UsageError(f"{flag}: {exc}") from None
+        self.kept, self.replaced = split(records)
+        self.created_at = old.get("created_at") if isinstance(old.get("created_at"), str) else None
+        self._rewrite()
+        return self.folder
+
+    def _rewrite(self) -> None:
+        """results.jsonl keeps the final records; the ones to be replayed move aside, appended
+        first so a crash between the two writes loses nothing."""
+        if not self.replaced:
+            return
+        path = self.folder.path / REPLACED_FILE
+        with path.open("a", encoding="utf-8") as handle:
+            for record in self.replaced:
+                handle.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+        tmp = self.folder.results_path.with_name("results.jsonl.tmp")
+        tmp.write_text("".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in self.kept),
+                       encoding="utf-8")
+        os.replace(tmp, self.folder.results_path)
+
+    @property
+    def done(self) -> list[str]:
+        return [str(r["nodeid"]) for r in self.kept if r.get("nodeid")]
+
+
+def split(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(final records, one per node id, in file order; every other record)."""
+    by_node: dict[str, dict[str, Any]] = {}
+    replaced: list[dict[str, Any]] = []
+    for record in records:
+        key = str(record.get("nodeid") or f"{record['benchmark']}::{record['task_id']}::{record.get('trial', 1)}")
+        previous = by_node.get(key)
+        if previous is not None:
+            replaced.append(previous)
+        by_node[key] = record
+    kept = []
+    for record in by_node.values():
+        (kept if is_final(record) else replaced).append(record)
+    return kept, replaced
+
+
+class ResumeDeselect:
+    """Every process that collects: deselect the items that are done."""
+
+    def __init__(self, done: Iterable[str]) -> None:
+        self.done = set(done)
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not self.done:
+            return
+        keep = [item for item in items if item.nodeid not in self.done]
+        if len(keep) != len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item.nodeid in self.done])
+            items[:] = keep
+
+
+def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
+    """Controller, session start: with ``--resume``, RUN's folder (checked and split), its final
+    records already in the controller's list; None without ``--resume``."""
+    from .trials import trial_settings
+
+    settings = trial_settings(config)
+    if settings.resume is None:
+        return None
+    resume = Resume(settings.resume)
+    folder = resume.open(controller.state, controller.state.manifest, settings.trials, settings.seed)
+    controller.records.extend(resume.kept)
+    if resume.created_at:
+        import datetime as _dt
+
+        try:
+            controller.started = _dt.datetime.fromisoformat(resume.created_at)
+        except ValueError:
+            pass  # a hand-edited run.json: the summary gets this session's start instead
+    config.pluginmanager.register(ResumeDeselect(resume.done), "agentbench-resume")
+    return folder
+
+
+def record_identity(controller: Any, config: pytest.Config, folder: RunFolder) -> None:
+    """Controller, session start: write run.json, what a later ``--resume`` checks against."""
+    from .trials import trial_settings
+
+    settings = trial_settings(config)
+    write_identity(folder, identity(controller.state, controller.state.manifest, settings.trials, settings.seed,
+                                    controller.started.isoformat(timespec="seconds")))
+
+
+def worker_input(config: pytest.Config) -> dict[str, Any]:
+    """What an xdist worker needs to deselect the same items: the done node ids."""
+    plugin = config.pluginmanager.get_plugin("agentbench-resume")
+    return {DONE_INPUT: sorted(plugin.done)} if isinstance(plugin, ResumeDeselect) else {}
+
+
+def register_on_worker(config: pytest.Config) -> None:
+    done = getattr(config, "workerinput", {}).get(DONE_INPUT)
+    if done:
+        config.pluginmanager.register(ResumeDeselect(done), "agentbench-resume")

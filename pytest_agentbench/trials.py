@@ -1,0 +1,182 @@
+"""``--trials K``: every task played K times, as K independent items.
+
+With K > 1 a task becomes a collector of K items, ``bench/<bench>::<domain>::<task_id>::trial-<n>``,
+so ``-k <task_id>`` and ``--bench-task <task_id>`` select all of its trials, ``--lf`` reruns the trials
+that failed, and xdist spreads trials over workers like any other items. With K = 1 (the default)
+ids are unchanged. Each trial is its own item: its own episode (the benchmark resets for it), its
+own record and its own trajectory file. The agent is told the trial number and a seed derived from
+``--trial-seed``, the benchmark, the task id and the trial, so a rerun with the same base seed
+hands every trial the same seed (what makes ``--resume`` and reruns comparable).
+
+The settings of trials, ``--compare`` and ``--resume`` are validated here, once, at configure time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .record.runfolder import RunFolder
+
+TRIAL_KEY = pytest.StashKey[int]()
+SETTINGS_KEY = pytest.StashKey["TrialSettings"]()
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    trials: int = 1
+    seed: int = 0
+    compare: Path | None = None
+    fail_on_regression: bool = False
+    alpha: float = DEFAULT_ALPHA
+    resume: Path | None = None
+
+
+def _setting(config: pytest.Config, dest: str, ini: str) -> str | None:
+    value = config.getoption(dest, None)
+    if value not in (None, ""):
+        return str(value)
+    raw = str(config.getini(ini)).strip()
+    return raw or None
+
+
+def _whole(text: str | None, flag: str, minimum: int, default: int) -> int:
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise pytest.UsageError(f"{flag} must be a whole number >= {minimum}, got {text!r}") from None
+    if value < minimum:
+        raise pytest.UsageError(f"{flag} must be >= {minimum}, got {value}")
+    return value
+
+
+def _run_path(text: str | None, flag: str) -> Path | None:
+    """A run folder or a results.jsonl; it must exist now, not after an hour of episodes."""
+    if text is None:
+        return None
+    path = Path(text)
+    file = path / "results.jsonl" if path.is_dir() else path
+    if not file.is_file():
+        raise pytest.UsageError(f"{flag} {text}: {file} does not exist; pass a run folder or its results.jsonl")
+    return path
+
+
+def trial_settings(config: pytest.Config) -> TrialSettings:
+    """The validated settings (computed once per process). Bad values are one-line usage errors."""
+    cached = config.stash.get(SETTINGS_KEY, None)
+    if cached is not None:
+        return cached
+    trials = _whole(_setting(config, "trials", "agentbench_trials"), "--trials", 1, 1)
+    seed = _whole(_setting(config, "trial_seed", "agentbench_trial_seed"), "--trial-seed", 0, 0)
+    alpha_text = _setting(config, "regression_alpha", "agentbench_regression_alpha")
+    alpha = DEFAULT_ALPHA
+    if alpha_text is not None:
+        try:
+            alpha = float(alpha_text)
+        except ValueError:
+            alpha = -1.0
+        if not 0 < alpha < 1:
+            raise pytest.UsageError(f"--regression-alpha must be a probability between 0 and 1 such as 0.05, got {alpha_text!r}")
+    fail = bool(config.getoption("fail_on_regression", None) or config.getini("agentbench_fail_on_regression"))
+    compare = _run_path(_setting(config, "compare", "agentbench_compare"), "--compare")
+    if fail and compare is None:
+        raise pytest.UsageError("--fail-on-regression needs --compare RUN (the run to compare with)")
+    resume_text = config.getoption("resume", None)
+    resume = None
+    if resume_text:
+        resume = Path(resume_text)
+        if not (resume / "manifest.json").is_file():
+            raise pytest.UsageError(f"--resume {resume_text}: not a run folder (no manifest.json); pass the folder "
+                                    "of the run to continue, e.g. benchmark_results/<run>")
+    count = config.getoption("count", None)  # pytest-repeat
+    if isinstance(count, int) and count > 1:
+        raise pytest.UsageError(f"--count {count} does not repeat benchmark items; use --trials {count} "
+                                "(independent trials with pass@k and intervals)")
+    settings = TrialSettings(trials, seed, compare, fail, alpha, resume)
+    config.stash[SETTINGS_KEY] = settings
+    return settings
+
+
+def trial_seed(base: int, benchmark: str, task_id: str, trial: int) -> int:
+    """A 31-bit seed per trial, stable across processes and runs (no ``hash()`` randomisation)."""
+    digest = hashlib.sha256(f"{base}:{benchmark}:{task_id}:{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def trial_of(item: pytest.Item) -> int:
+    return item.stash.get(TRIAL_KEY, 1)
+
+
+def record_fields(item: pytest.Item, task: dict[str, Any]) -> dict[str, int]:
+    """The ``trial`` and ``seed`` keys of the item's result record."""
+    trial = trial_of(item)
+    seed = trial_seed(trial_settings(item.config).seed, str(task["benchmark"]), str(task["task_id"]), trial)
+    return {"trial": trial, "seed": seed}
+
+
+def trial_suffix(item: pytest.Item) -> str:
+    """Added to a task's file names when it has several trials, so trials never share a file."""
+    return f".trial-{trial_of(item)}" if trial_settings(item.config).trials > 1 else ""
+
+
+def trajectory_path(folder: RunFolder, item: pytest.Item, benchmark: str, task_id: str) -> Path:
+    path = folder.trajectory_path(benchmark, task_id)
+    suffix = trial_suffix(item)
+    return path.with_name(path.name.replace(".trajectory.json", f"{suffix}.trajectory.json")) if suffix else path
+
+
+def task_dir(folder: RunFolder, item: pytest.Item, benchmark: str, task_id: str) -> Path:
+    path = folder.task_dir(benchmark, task_id)
+    suffix = trial_suffix(item)
+    return path.with_name(path.name + suffix) if suffix else path
+
+
+class TrialGroup(pytest.Collector):
+    """The K trials of one task."""
+
+    def __init__(self, *args: Any, task: dict[str, Any] | None = None, trials: int = 1,
+                 make: Callable[[pytest.Collector, str, dict[str, Any], int], pytest.Item] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        assert task is not None and make is not None
+        self._task = task
+        self._trials = trials
+        self._make = make
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for trial in range(1, self._trials + 1):
+            yield self._make(self, f"trial-{trial}", self._task, trial)
+
+
+def task_nodes(parent: pytest.Collector, task: dict[str, Any],
+               make: Callable[[pytest.Collector, str, dict[str, Any], int], pytest.Item]) -> pytest.Node:
+    """The task's item (one trial) or its collector of trials."""
+    trials = trial_settings(parent.config).trials
+    if trials == 1:
+        return make(parent, task["task_id"], task, 1)
+    return TrialGroup.from_parent(parent, name=task["task_id"], task=task, trials=trials, make=make)
+
+
+def configure_trials(config: pytest.Config, *, controller: bool) -> TrialSettings:
+    """Validate the settings (usage errors now, not after the run); register the ``--compare``
+    gate on the controller and, on an xdist worker of a resumed run, the deselection of done items."""
+    settings = trial_settings(config)
+    if not controller:
+        from .resume import register_on_worker
+
+        register_on_worker(config)
+    if controller and settings.compare is not None:
+        from .record.compare_gate import CompareGate
+
+        config.pluginmanager.register(CompareGate(config, settings.compare, alpha=settings.alpha,
+                                                  fail=settings.fail_on_regression), "agentbench-compare")
+    return settings

@@ -1,0 +1,157 @@
+"""``--compare RUN``, ``--fail-on-regression`` and ``agentbench-view A B``: hand-computed tables
+through the library, then real runs through pytester."""
+
+from __future__ import annotations
+
+import json
+from math import comb
+
+import pytest
+
+from conftest import results
+from pytest_agentbench import stats
+from pytest_agentbench.compare import compare_records, grep_line, load_run
+from pytest_agentbench.record.viewer import main as view_main
+
+
+def rec(task: str, success: bool | None, trial: int = 1, domain: str = "d") -> dict:
+    """A results.jsonl record; ``success=None`` is an infrastructure error (not an outcome)."""
+    return {"benchmark": "mock", "domain": domain, "task_id": task, "trial": trial, "outcome": success is not None,
+            "success": bool(success), "score": 1.0 if success else 0.0,
+            "error_type": "infrastructure" if success is None else None}
+
+
+def paired_runs():
+    # 10 paired tasks: 3 pass/pass, 5 pass->fail, 1 fail->pass, 1 fail/fail; plus one task only in
+    # the new run, one only in the old, and one whose new trial was an infrastructure error.
+    table = ([("pp", True, True)] * 3 + [("pf", True, False)] * 5 + [("fp", False, True)] + [("ff", False, False)])
+    before, after = [], []
+    for i, (kind, old, new) in enumerate(table):
+        before.append(rec(f"{kind}{i}", old))
+        after.append(rec(f"{kind}{i}", new))
+    after.append(rec("only_new", True))
+    before.append(rec("only_old", False))
+    before.append(rec("broken_now", True))
+    after.append(rec("broken_now", None))
+    return before, after
+
+
+def test_one_trial_comparison_matches_the_hand_computation():
+    before, after = paired_runs()
+    out = compare_records(before, after, before_name="A", after_name="B")
+    assert out["counts"] == {"regressed": 5, "improved": 1, "unchanged": 4, "new": 1, "gone": 2}
+    assert out["paired_tasks"] == 10
+    assert out["before_rate"] == pytest.approx(0.8) and out["after_rate"] == pytest.approx(0.4)
+    assert out["difference"] == pytest.approx(-0.4)
+    # Exact McNemar, b = 5, c = 1: 2 * (C(6,0) + C(6,1)) / 2^6 = 14/64.
+    assert out["method"] == "mcnemar-exact"
+    assert out["p_value"] == pytest.approx(14 / 64)
+    assert out["ci95"] == pytest.approx(list(stats.newcombe_paired_interval(3, 5, 1, 1)))
+    assert out["ci95"][0] < -0.4 < out["ci95"][1]
+    assert out["verdict"] == "no significant change" and out["significant"] is False
+    rows = {r["task_id"]: r["status"] for r in out["tasks"]}
+    assert rows["only_new"] == "new" and rows["only_old"] == "gone" and rows["broken_now"] == "gone"
+    assert grep_line(out) == ("agentbench-compare: verdict=no-significant-change diff=-40.0pts "
+                              f"ci95=[{out['ci95'][0] * 100:+.1f},{out['ci95'][1] * 100:+.1f}]pts p=0.2188 alpha=0.05 "
+                              "method=mcnemar-exact paired=10 regressed=5 improved=1 unchanged=4 new=1 gone=2 baseline=A")
+
+
+def test_a_larger_regression_is_significant_and_alpha_moves_the_line():
+    before = [rec(f"t{i}", True) for i in range(20)]
+    after = [rec(f"t{i}", i >= 8) for i in range(20)]  # 8 regressions, no improvement
+    out = compare_records(before, after)
+    assert out["p_value"] == pytest.approx(2 * comb(8, 0) / 2 ** 8)
+    assert out["verdict"] == "regression"
+    assert compare_records(before, after, alpha=0.001)["verdict"] == "no significant change"
+    assert compare_records(after, before)["verdict"] == "improvement"
+
+
+def test_trials_use_the_paired_bootstrap():
+    before = [rec(f"t{i}", True, trial) for i in range(30) for trial in (1, 2, 3)]
+    after = [rec(f"t{i}", not (i < 15 and trial > 1), trial) for i in range(30) for trial in (1, 2, 3)]
+    out = compare_records(before, after)
+    assert out["method"] == "paired-bootstrap"
+    assert out["difference"] == pytest.approx(60 / 90 - 1)
+    assert out["ci95"][1] < 0 and out["p_value"] < 0.01 and out["verdict"] == "regression"
+    assert out["counts"]["regressed"] == 15 and out["counts"]["unchanged"] == 15
+    same = compare_records(before, before)
+    assert same["difference"] == 0 and same["p_value"] == 1.0 and same["verdict"] == "no significant change"
+
+
+def test_load_run_reads_a_folder_or_a_file(tmp_path):
+    folder = tmp_path / "run1"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text(json.dumps(rec("a", True)) + "\n")
+    assert load_run(folder) == ("run1", [rec("a", True)])
+    assert load_run(folder / "results.jsonl")[0] == "run1"
+    with pytest.raises(ValueError, match="does not exist"):
+        load_run(tmp_path / "missing")
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    with pytest.raises(ValueError, match="line 1 is not JSON"):
+        load_run(tmp_path / "bad.jsonl")
+
+
+# -- through pytest ------------------------------------------------------------------------------
+MOCK = ("--bench=mock", "--tasks", "6")
+
+
+def test_compare_prints_the_block_and_writes_comparison_json(run, pytester):
+    run(*MOCK, "--run-name", "good").assert_outcomes(passed=6)
+    result = run(*MOCK, "--run-name", "same", "--compare", "benchmark_results/good")
+    assert result.ret == 0
+    text = result.stdout.str()
+    assert "Compared with good (6 paired task(s))" in text
+    # All six pass on both sides: no discordant task, p = 1; Newcombe's limits are the Wilson
+    # half-width of 6 of 6, z^2 / (6 + z^2) = 0.390, on either side of 0.
+    assert ("agentbench-compare: verdict=no-significant-change diff=+0.0pts ci95=[-39.0,+39.0]pts p=1 alpha=0.05 "
+            "method=mcnemar-exact paired=6 regressed=0 improved=0 unchanged=6 new=0 gone=0 baseline=good") in text
+    out = json.loads((pytester.path / "benchmark_results" / "same" / "comparison.json").read_text())
+    assert out["counts"]["unchanged"] == 6 and out["before_run"] == "good" and out["after_run"] == "same"
+
+
+def test_fail_on_regression_gates_on_significant_regressions_only(run, pytester):
+    run(*MOCK, "--run-name", "good").assert_outcomes(passed=6)
+    run(*MOCK, "--agent", "noop", "--run-name", "bad").assert_outcomes(failed=6)
+    # --baseline makes the known failures xfail, so the items alone would pass the run: the gate
+    # is what fails it (6 of 6 regressed: exact McNemar p = 2/64).
+    gated = run(*MOCK, "--agent", "noop", "--baseline", "benchmark_results/bad", "--run-name", "gated",
+                "--compare", "benchmark_results/good", "--fail-on-regression")
+    gated.assert_outcomes(xfailed=6)
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    assert "ERROR: significant regression against good: success rate -100.0 points, p = 0.03125" in gated.stdout.str()
+    lenient = run(*MOCK, "--agent", "noop", "--baseline", "benchmark_results/bad", "--run-name", "lenient",
+                  "--compare", "benchmark_results/good", "--fail-on-regression", "--regression-alpha", "0.01")
+    assert lenient.ret == 0
+    assert "verdict=no-significant-change" in lenient.stdout.str()
+    ungated = run(*MOCK, "--agent", "noop", "--baseline", "benchmark_results/bad", "--run-name", "ungated",
+                  "--compare", "benchmark_results/good")
+    assert ungated.ret == 0 and "verdict=regression" in ungated.stdout.str()
+    assert len(results(pytester.path / "benchmark_results" / "gated")) == 6  # results stay written
+
+
+def test_a_malformed_reference_run_is_a_usage_error_before_anything_runs(run, pytester):
+    (pytester.path / "bad.jsonl").write_text('{"task_id": "x"}\n')
+    result = run(*MOCK, "--compare", "bad.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--compare bad.jsonl: bad.jsonl line 1 is not a result record" in result.stderr.str()
+    assert not (pytester.path / "benchmark_results").exists()
+
+
+def test_compare_with_trials_uses_the_paired_bootstrap(run, pytester):
+    run(*MOCK, "--trials", "2", "--run-name", "k2a")
+    result = run(*MOCK, "--trials", "2", "--run-name", "k2b", "--compare", "benchmark_results/k2a")
+    assert "method=paired-bootstrap" in result.stdout.str()
+
+
+def test_agentbench_view_writes_a_comparison_page(run, pytester, capsys):
+    run(*MOCK, "--run-name", "good")
+    run(*MOCK, "--agent", "noop", "--run-name", "bad")
+    base = pytester.path / "benchmark_results"
+    capsys.readouterr()
+    assert view_main([str(base / "good"), str(base / "bad")]) == 0
+    page = (base / "bad" / "compare-good.html").read_text()
+    assert capsys.readouterr().out.strip() == str(base / "bad" / "compare-good.html")
+    assert "Verdict: <b>regression</b>" in page and page.count('<td class="regressed">') == 6
+    assert "agentbench-compare: verdict=regression" in page and "<script" not in page
+    assert view_main([str(base / "good"), str(base / "nowhere")]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -1,0 +1,163 @@
+"""``--resume RUN``: an interrupted run continued in its folder ends as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import QUIET, only_run_folder, results
+from test_trials import FLAKY
+
+PROBS = {f"task{i}": p for i, p in enumerate([0.5, 1.0, 0.0, 0.3, 0.8, 0.6, 0.2, 0.9])}
+SLOW_FLAKY = FLAKY.replace("    def act(self, observation, task, history=None):\n",
+                           "    def act(self, observation, task, history=None):\n        import time; time.sleep(0.15)\n")
+ARGS = ("--bench=flaky", "--agent=flaky-agent", "--trials", "3", "--trial-seed", "5", "-p", "no:cacheprovider")
+
+
+def keys(records):
+    return sorted((r["task_id"], r["trial"]) for r in records)
+
+
+def interrupt(pytester: pytest.Pytester, *args: str, after: int) -> None:
+    """Start a run, let ``after`` records land, then SIGTERM its process group (as a CI runner
+    cancelling a job does) and wait for it to die."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *ARGS, *QUIET, "--run-name", "run", *args],
+                            cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    path = pytester.path / "benchmark_results" / "run" / "results.jsonl"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if path.exists() and len(path.read_text().splitlines()) >= after:
+                break
+            if proc.poll() is not None:
+                pytest.fail("the run ended before it could be interrupted")
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    time.sleep(0.3)  # xdist workers notice their controller is gone
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_resume_after_sigterm_matches_an_uninterrupted_run(pytester, run_sub, xdist):
+    pytester.makeconftest(SLOW_FLAKY.format(P=PROBS))
+    interrupt(pytester, *xdist, after=5)
+    folder = pytester.path / "benchmark_results" / "run"
+    before = results(folder)
+    assert 5 <= len(before) < 24 and not (folder / "summary.json").exists()
+    started = json.loads((folder / "run.json").read_text())["created_at"]
+    time.sleep(1.1)  # the resumed session starts in a later second
+    resumed = run_sub(*ARGS, *xdist, "--resume", str(folder))
+    assert resumed.ret == 1  # task2 fails every trial
+    after = results(folder)
+    assert keys(after) == sorted((t, n) for t in PROBS for n in (1, 2, 3))  # one record per (task, trial)
+    finished = [r for r in before if r["error_type"] != "infrastructure"]
+    assert finished
+    for record in finished:  # finished items were not played again: their records are the same lines
+        assert record in after
+    played = resumed.parseoutcomes()
+    assert played.get("passed", 0) + played.get("failed", 0) == 24 - len(before)
+    if not xdist:  # under xdist the workers deselect, and the controller does not count them
+        assert played["deselected"] == len(before)
+    run_sub(*ARGS, *xdist, "--run-name", "straight")
+    straight = json.loads((pytester.path / "benchmark_results" / "straight" / "summary.json").read_text())
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["statistics"] == straight["statistics"]
+    assert summary["success_count"] == straight["success_count"] and summary["num_attempts"] == 24
+    assert summary["created_at"] == started == json.loads((folder / "run.json").read_text())["created_at"]
+    assert len(list((folder / "tasks" / "flaky").glob("*.trajectory.json"))) == 24
+
+
+CRASHY = FLAKY.replace('''        if task.raw_config["p"] < 0:''', '''        import os
+        if task.raw_config["p"] < 0 and os.environ.get("VM_DOWN"):''')
+
+
+def test_infrastructure_errors_are_played_again_and_their_records_replaced(pytester, run, monkeypatch):
+    pytester.makeconftest(CRASHY.format(P={"good": 1.0, "flaky_vm": -1.0}))
+    monkeypatch.setenv("VM_DOWN", "1")
+    run(*ARGS, "--run-name", "run")
+    folder = only_run_folder(pytester.path)
+    first = results(folder)
+    assert sum(r["error_type"] == "infrastructure" for r in first) == 3
+    monkeypatch.delenv("VM_DOWN")
+    result = run(*ARGS, "--resume", str(folder))
+    result.assert_outcomes(failed=3, deselected=3)  # p < 0 never wins once the VM is up
+    after = results(folder)
+    assert keys(after) == sorted((t, n) for t in ("good", "flaky_vm") for n in (1, 2, 3))
+    assert not any(r["error_type"] == "infrastructure" for r in after)
+    replaced = [json.loads(line) for line in (folder / "results.replaced.jsonl").read_text().splitlines()]
+    assert len(replaced) == 3 and all(r["error_type"] == "infrastructure" for r in replaced)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["statistics"]["outcome_trials"] == 6 and summary["statistics"]["excluded_trials"] == 0
+    assert summary["num_attempts"] == 6
+
+
+def test_resume_of_a_finished_run_plays_nothing(pytester, run):
+    pytester.makeconftest(FLAKY.format(P={"good": 1.0}))
+    run(*ARGS, "--run-name", "run")
+    folder = only_run_folder(pytester.path)
+    result = run(*ARGS, "--resume", str(folder))
+    result.assert_outcomes(deselected=3)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert len(results(folder)) == 3
+    assert json.loads((folder / "summary.json").read_text())["statistics"]["passes"] == 3
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--trials", "2"), "(--trials was 3 there, 2 here)"),
+    (("--trial-seed", "6"), "(--trial-seed was 5 there, 6 here)"),
+    (("--agent", "noop"), "(agent was 'flaky-agent' there, 'noop' here)"),
+    (("--tasks", "1"), "(the task list differs: 1 of its task(s) not selected here (first flaky::two))"),
+])
+def test_resume_refuses_another_selection(pytester, run, args, message):
+    pytester.makeconftest(FLAKY.format(P={"one": 1.0, "two": 1.0}))
+    run(*ARGS, "--run-name", "run")
+    folder = only_run_folder(pytester.path)
+    before = (folder / "results.jsonl").read_text()
+    argv = list(ARGS)
+    for flag in ("--trials", "--trial-seed", "--agent=flaky-agent"):
+        if flag in args or (flag.startswith("--agent") and "--agent" in args):
+            index = argv.index(flag)
+            del argv[index:index + (1 if "=" in flag else 2)]
+    result = run(*argv, *args, "--resume", str(folder))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"--resume {folder}: this selection is not that run's {message}" in result.stderr.str()
+    assert (folder / "results.jsonl").read_text() == before  # results already written stay written
+
+
+def test_resume_needs_a_run_folder(pytester, run):
+    pytester.makeconftest(FLAKY.format(P={"one": 1.0}))
+    result = run(*ARGS, "--resume", "nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--resume nowhere: not a run folder (no manifest.json)" in result.stderr.str()
+
+
+def test_the_budget_ledger_continues(pytester, run):
+    from test_budget_and_privacy import PAID_AGENT
+
+    pytester.makeconftest(PAID_AGENT)  # three model calls of 10 cents per task
+    args = ("--bench=mock", "--tasks", "4", "--agent", "paid", "-p", "no:cacheprovider")
+    run(*args, "--max-cost-usd", "10", "--run-name", "run")
+    folder = only_run_folder(pytester.path)
+    lines = (folder / "results.jsonl").read_text().splitlines()
+    (folder / "results.jsonl").write_text("\n".join(lines[:2]) + "\n")  # the last two never reported
+    # $1.20 is in the ledger already (the two lost items were paid for too): a $1.20 cap is spent.
+    capped = run(*args, "--max-cost-usd", "1.20", "--resume", str(folder))
+    capped.assert_outcomes(passed=0, skipped=2, deselected=2)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["budget"]["spent_usd"] == pytest.approx(1.20) and summary["budget"]["budget_skipped"] == 2
+    # Budget skips are not final: a larger cap plays them, and the ledger keeps adding up.
+    more = run(*args, "--max-cost-usd", "2", "--resume", str(folder))
+    assert more.parseoutcomes()["deselected"] == 2
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["budget"]["spent_usd"] == pytest.approx(1.80)
+    assert keys(results(folder)) == keys(summary["tasks"]) and len(results(folder)) == 4
