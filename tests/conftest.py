@@ -3,9 +3,11 @@ through ``pytester``; nothing here fakes pytest."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import pkgutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +228,25 @@ def notepad_project(root: Path, count: int) -> list[str]:
     (root / "script.json").write_text(json.dumps({"*": NOTEPAD_SOLUTION}))
     return ["--bench=waa", "--waa-examples", str(root / "examples"), "--waa-index", str(root / "index.json"),
             "--agent", "scripted", "--agent-script", str(root / "script.json")]
+
+
+@contextlib.contextmanager
+def serve_folder(folder: Path) -> Iterator[str]:
+    """A real HTTP server on loopback serving ``folder`` (gold files, downloads); yields its URL."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, directory=str(folder), **kw)
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

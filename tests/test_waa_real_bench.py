@@ -14,18 +14,16 @@ Notepad); the scoring is upstream's ``DesktopEnv.evaluate`` from the same snapsh
 
 from __future__ import annotations
 
-import http.server
 import importlib.util
 import json
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import QUIET, results
+from conftest import QUIET, results, serve_folder
 from pytest_agentbench.testing import NOTEPAD_TASK
 
 pytestmark = pytest.mark.waa_real
@@ -43,19 +41,8 @@ SOLUTION = [{"type": "type", "text": "This is a draft."}, {"type": "hotkey", "ke
 def gold_url(tmp_path_factory):
     folder = tmp_path_factory.mktemp("gold")
     (folder / "draft.txt").write_text("This is a draft.")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, directory=str(folder), **kw)
-
-        def log_message(self, *a):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/draft.txt"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_folder(folder) as url:
+        yield f"{url}/draft.txt"
 
 
 def linux_notepad(desktop, gold: str, options: dict | None = None) -> dict:

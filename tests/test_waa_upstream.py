@@ -6,17 +6,15 @@ it, failed under ``AGENTBENCH_REQUIRE_INTEROP=1``)."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import shutil
 import socket
-import threading
 from pathlib import Path
 
 import pytest
 
 import interop
-from conftest import only_run_folder, results
+from conftest import only_run_folder, results, serve_folder
 from pytest_agentbench.benches.waa.upstream import (
     UpstreamEvaluator,
     WAAUpstreamError,
@@ -171,19 +169,8 @@ def test_a_worker_that_cannot_start_or_hangs_is_an_infrastructure_error(tmp_path
 def gold_server(tmp_path):
     (tmp_path / "gold").mkdir()
     (tmp_path / "gold" / "draft.txt").write_text("This is a draft.")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, directory=str(tmp_path / "gold"), **kw)
-
-        def log_message(self, *a):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_folder(tmp_path / "gold") as url:
+        yield url
 
 
 def notepad_tree(root: Path, gold_url: str, options: dict | None = None) -> Path:

@@ -118,7 +118,7 @@ class MissingFinder(importlib.abc.MetaPathFinder):
         self.missing: set[str] = set()
 
     def _imported_by_upstream(self) -> bool:
-        frame = sys._getframe(2)
+        frame: types.FrameType | None = sys._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
             if not filename.startswith("<frozen") and "importlib" not in filename:
@@ -189,7 +189,7 @@ class Traffic:
             traffic.note(str(method).upper(), url, response.status_code, None, body)
             return response
 
-        requests.sessions.Session.request = request  # type: ignore[method-assign]
+        requests.sessions.Session.request = request  # type: ignore[method-assign,assignment]
         try:
             from playwright.sync_api._generated import BrowserType
         except Exception:  # noqa: BLE001 - Playwright absent or a placeholder: nothing to rewrite
@@ -274,9 +274,9 @@ def score(client_dir: str, job: dict[str, object]) -> dict[str, object]:
     traffic.install()
     started = time.monotonic()
     try:
-        from desktop_env.controllers.python import PythonController
-        from desktop_env.controllers.setup import SetupController
-        from desktop_env.envs.desktop_env import DesktopEnv
+        from desktop_env.controllers.python import PythonController  # type: ignore[import-not-found]
+        from desktop_env.controllers.setup import SetupController  # type: ignore[import-not-found]
+        from desktop_env.envs.desktop_env import DesktopEnv  # type: ignore[import-not-found]
     except Exception as exc:  # noqa: BLE001 - reported, with the traceback's last lines
         return finish(problem=f"upstream's evaluator code does not import: {type(exc).__name__}: {exc}",
                       traceback=_clip(traceback.format_exc(), 4000))
