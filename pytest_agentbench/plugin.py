@@ -132,7 +132,9 @@ def _warn_unused_bench_options(config: pytest.Config) -> None:
                                      ("--max-cost-usd-per-task", "max_cost_usd_per_task"), ("--agent", "agent"),
                                      ("--tasks", "tasks"), ("--bench-task", "bench_task"), ("--min-success", "min_success"),
                                      ("--screenshots", "screenshots"), ("--max-steps", "max_steps"),
-                                     ("--run-name", "run_name"), ("--baseline", "baseline"))
+                                     ("--run-name", "run_name"), ("--baseline", "baseline"),
+                                     ("--trials", "trials"), ("--trial-seed", "trial_seed"), ("--compare", "compare"),
+                                     ("--fail-on-regression", "fail_on_regression"), ("--resume", "resume"))
              if config.getoption(dest, None) not in (None, False, "")]
     if given and not hasattr(config, "workerinput"):
         config.issue_config_time_warning(pytest.PytestConfigWarning(

@@ -113,7 +113,8 @@ def test_the_browser_driver_without_playwright_is_one_usage_line(run, monkeypatc
 
 
 @pytest.mark.parametrize("args", [["--tasks", "3"], ["--bench-task", "x"], ["--min-success", "0.5"],
-                                  ["--screenshots", "on"], ["--max-steps", "3"], ["--run-name", "r"]])
+                                  ["--screenshots", "on"], ["--max-steps", "3"], ["--run-name", "r"],
+                                  ["--trials", "3"], ["--compare", "earlier"], ["--resume", "earlier"]])
 def test_benchmark_options_without_a_benchmark_say_so(run, args):
     result = run(*args)
     result.stdout.fnmatch_lines([f"*PytestConfigWarning: {args[0]} given without --bench: nothing uses it*"])
