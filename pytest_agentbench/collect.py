@@ -67,9 +67,12 @@ class DomainGroup(pytest.Collector):
         item = BenchItem.from_parent(parent, name=name, callobj=run_task)
         item.stash[TASK_KEY] = task
         item.stash[TRIAL_KEY] = trial
-        item.add_marker(task["benchmark"])
+        from .markers import claimed, mark
+
+        taken = claimed(self.config)
+        mark(item, task["benchmark"], taken)
         if task.get("domain"):
-            item.add_marker(task["domain"])
+            mark(item, task["domain"], taken)
         for tag in task.get("tags", ()):
             item.extra_keyword_matches.add(tag)
         expected = (task.get("raw_config") or {}).get("expect_fail")

@@ -179,7 +179,9 @@ class AgentbenchPlugin:
             self.config.pluginmanager.register(provider, f"agentbench-suite-{name}")
 
     def _register_marker(self, name: str, text: str) -> None:
-        line = f"{name}: {text} (pytest-agentbench)"
+        from .markers import OWN, claimed, marker_name
+
+        line = f"{marker_name(name, claimed(self.config))}: {text} {OWN}"
         if line not in self.config.getini("markers"):
             self.config.addinivalue_line("markers", line)
 

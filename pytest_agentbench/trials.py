@@ -128,15 +128,29 @@ def trial_suffix(item: pytest.Item) -> str:
     return f".trial-{trial_of(item)}" if trial_settings(item.config).trials > 1 else ""
 
 
+def attempt_of(item: pytest.Item) -> int:
+    """Which attempt of the item this is: 1, or the count a rerun plugin keeps on the item
+    (pytest-rerunfailures' ``execution_count``)."""
+    count = getattr(item, "execution_count", 1)
+    return count if isinstance(count, int) and count > 1 else 1
+
+
+def _suffix(item: pytest.Item) -> str:
+    """The trial's suffix, and ``.attempt-<n>`` for a rerun's later attempts, so that no attempt
+    overwrites another's files."""
+    attempt = attempt_of(item)
+    return trial_suffix(item) + (f".attempt-{attempt}" if attempt > 1 else "")
+
+
 def trajectory_path(folder: RunFolder, item: pytest.Item, benchmark: str, task_id: str) -> Path:
     path = folder.trajectory_path(benchmark, task_id)
-    suffix = trial_suffix(item)
+    suffix = _suffix(item)
     return path.with_name(path.name.replace(".trajectory.json", f"{suffix}.trajectory.json")) if suffix else path
 
 
 def task_dir(folder: RunFolder, item: pytest.Item, benchmark: str, task_id: str) -> Path:
     path = folder.task_dir(benchmark, task_id)
-    suffix = trial_suffix(item)
+    suffix = _suffix(item)
     return path.with_name(path.name + suffix) if suffix else path
 
 

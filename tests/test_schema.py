@@ -119,7 +119,8 @@ def test_schema_fields_match_the_models():
     assert set(defs["step"]["properties"]) == (set(Step.model_fields) - {"observation"}) | {"label"}
     # The result record is base_payload plus what the writers add.
     payload = base_payload("bench/x::d::t", {"benchmark": "x", "task_id": "t"}, "a")
-    assert set(result["properties"]) == set(payload) | {"expected_outcome", "status", "duration", "trial", "seed"}
+    assert set(result["properties"]) == set(payload) | {"expected_outcome", "status", "duration", "trial", "seed",
+                                                        "attempts"}
     # The summary's metric keys are exactly what metrics() returns.
     keys = set(metrics([Attempt(True, 1.0, 1, 0.1, None, True)]))
     summary_metrics = load_schema("summary")["$defs"]["metricFields"]

@@ -266,8 +266,8 @@ class AuditSession:
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         run = getattr(report, "agentbench_audit", None)
-        if run is None or report.when != "call":
-            return None
+        if run is None or report.when != "call" or report.outcome == "rerun":
+            return None  # a rerun plugin's attempt: its own status word, not a verdict
         words = {"killed": ("passed", ".", "KILLED"), "equivalent": ("passed", ".", "EQUIVALENT"),
                  "false-accept": ("failed", "A", ("FALSE-ACCEPT", {"red": True, "bold": True})),
                  "refused": ("skipped", "s", "REFUSED"), "unconfirmed": ("skipped", "s", "UNCONFIRMED")}

@@ -27,10 +27,21 @@ def status_of(report: pytest.TestReport) -> str:
     return report.outcome
 
 
+#: What each attempt of a rerun item keeps in the final record's ``attempts``.
+ATTEMPT_FIELDS = ("status", "success", "score", "reason", "error_type", "duration", "num_steps", "trajectory",
+                  "cost_usd")
+
+
+def attempt_summary(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: record[key] for key in ATTEMPT_FIELDS if key in record}
+
+
 class RunController:
     def __init__(self, state: AgentbenchPlugin) -> None:
         self.state = state
         self.records: list[dict[str, Any]] = []
+        #: Earlier attempts of items a rerun plugin plays again, by node id, until the final one.
+        self.attempts: dict[str, list[dict[str, Any]]] = {}
         self.started = _dt.datetime.now(_dt.timezone.utc)
         self.gate_message: str | None = None
         self.summary: dict[str, Any] | None = None
@@ -78,11 +89,19 @@ class RunController:
             payload = self._crash_payload(report)
             if not payload:
                 return
-        if report.when == "call" or report.failed or report.skipped:
+        if report.when == "call" or report.failed or report.skipped or report.outcome == "rerun":
             record = dict(payload)
             record["status"] = status_of(report)
             setup = self.setup_seconds.pop(report.nodeid, 0.0) if report.when == "call" else 0.0
             record["duration"] = round(setup + report.duration, 6)
+            if report.outcome == "rerun":
+                # A rerun plugin will play the item again: this attempt goes into the final
+                # attempt's record, so the run has one record per item and counts final outcomes.
+                self.attempts.setdefault(report.nodeid, []).append(attempt_summary(record))
+                return
+            earlier = self.attempts.pop(report.nodeid, None)
+            if earlier:
+                record["attempts"] = [*earlier, attempt_summary(record)]
             self.records.append(record)
             self.recorded.add(report.nodeid)
             if self.write_error is None:

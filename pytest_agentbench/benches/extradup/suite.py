@@ -211,8 +211,8 @@ class ExtraDup:
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         payload = getattr(report, PAYLOAD_ATTR, None)
-        if payload is None or report.when != "call" or hasattr(report, "wasxfail"):
-            return None
+        if payload is None or report.when != "call" or hasattr(report, "wasxfail") or report.outcome == "rerun":
+            return None  # a rerun plugin's attempt keeps its own status word
         return WORDS.get(payload["verdict"])
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -1,0 +1,123 @@
+"""Benchmark items under the pytest plugins people combine with them, run for real (the dev extra
+installs them; nothing is installed at test time).
+
+pytest-rerunfailures: ``--reruns`` plays a failed item again. The run record keeps one record per
+item, the final attempt's, with every attempt inside it (each with its own trajectory file); the
+summary counts final outcomes; the terminal counts reruns as reruns for every item kind.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import only_run_folder, results
+from test_schema import validate_run, validators  # noqa: F401 - the fixture
+
+pytest.importorskip("pytest_rerunfailures", reason="pytest-rerunfailures is part of the dev extra")
+
+FLAKY = '''
+from pytest_agentbench.agents import MockAgent
+from pytest_agentbench.model import Action
+
+SEEN = {}
+
+
+class FirstAttemptGivesUp(MockAgent):
+    """Says done at once the first time it sees a task, then plays as the mock agent does."""
+
+    def act(self, observation, task, history=None):
+        if not history:
+            SEEN[task.task_id] = SEEN.get(task.task_id, 0) + 1
+        if SEEN[task.task_id] == 1:
+            return Action(type="done")
+        return super().act(observation, task, history)
+
+
+def pytest_agentbench_register_agents(registry):
+    registry.register("flaky", lambda config: FirstAttemptGivesUp())
+'''
+
+
+def test_reruns_keep_one_record_per_item_with_every_attempt(run, pytester, validators):  # noqa: F811
+    result = run("--bench=mock", "--tasks", "3", "--agent", "noop", "--reruns", "1")
+    assert result.parseoutcomes() == {"failed": 3, "rerun": 3}
+    folder = only_run_folder(pytester.path)
+    checked = validate_run(folder, validators)
+    records = checked["records"]
+    assert len(records) == 3 and {r["status"] for r in records} == {"failed"}
+    for record in records:
+        first, last = record["attempts"]
+        assert (first["status"], last["status"]) == ("rerun", "failed")
+        assert last["trajectory"] == record["trajectory"] and first["trajectory"] != last["trajectory"]
+        assert (folder / first["trajectory"]).is_file() and (folder / last["trajectory"]).is_file()
+    summary = checked["summary"]
+    assert (summary["num_attempts"], summary["fail_count"], summary["success_rate"]) == (3, 3, 0.0)
+
+
+def test_a_rerun_that_passes_counts_as_passed(run, pytester, validators):  # noqa: F811
+    pytester.makeconftest(FLAKY)
+    result = run("--bench=mock", "--tasks", "3", "--agent", "flaky", "--reruns", "2")
+    assert result.parseoutcomes() == {"passed": 3, "rerun": 3}
+    checked = validate_run(only_run_folder(pytester.path), validators)
+    assert [[a["status"] for a in r["attempts"]] for r in checked["records"]] == [["rerun", "passed"]] * 3
+    assert checked["summary"]["success_rate"] == 1.0 and checked["summary"]["fail_count"] == 0
+
+
+def test_reruns_under_xdist_write_each_item_once(run_sub, pytester):
+    result = run_sub("--bench=mock", "--tasks", "4", "--agent", "noop", "--reruns", "1", "-n", "2")
+    assert result.parseoutcomes() == {"failed": 4, "rerun": 4}
+    records = results(only_run_folder(pytester.path))
+    assert sorted(r["task_id"] for r in records) == sorted({r["task_id"] for r in records}) and len(records) == 4
+    assert all(len(r["attempts"]) == 2 for r in records)
+
+
+def test_audit_and_suite_items_count_reruns_as_reruns(run):
+    result = run("--audit-verifier=toy", "--reruns", "1")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 4 and outcomes["rerun"] == 4, outcomes  # four false accepts, not eight
+    result = run("--bench=extradup", "--reruns", "1")
+    assert "failed" not in result.parseoutcomes()
+
+
+def test_a_run_without_reruns_has_no_attempts_field(run, pytester):
+    run("--bench=mock", "--tasks", "2", "--agent", "noop").assert_outcomes(failed=2)
+    assert all("attempts" not in r for r in results(only_run_folder(pytester.path)))
+    assert json.loads((only_run_folder(pytester.path) / "summary.json").read_text())["fail_count"] == 2
+
+
+def test_a_benchmark_or_domain_named_like_a_plugins_marker_never_sets_it(run, pytester):
+    """A benchmark named ``flaky`` with a domain named ``skip``: rerunfailures does not rerun its
+    items and pytest does not skip them; ``-m agentbench_skip`` and ``-k skip`` select them."""
+    pytester.makeconftest('''
+from pytest_agentbench import Benchmark, Task, Observation, Verdict
+
+
+class Named(Benchmark):
+    name = "flaky"
+
+    def list_tasks(self, limit=None):
+        return [Task(task_id=f"t{i}", instruction="x", domain="skip", benchmark="flaky") for i in range(2)]
+
+    def reset(self, task):
+        return Observation()
+
+    def step(self, action):
+        return Observation()
+
+    def evaluate(self, task, final_action):
+        return Verdict(score=0.0, passed=False, reason="never")
+
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register("flaky", lambda config: Named())
+''')
+    result = run("--bench=flaky", "--agent", "noop")
+    assert result.parseoutcomes() == {"failed": 2}  # not skipped, not rerun
+    assert [r["status"] for r in results(only_run_folder(pytester.path))] == ["failed", "failed"]
+    assert run("--bench=flaky", "-m", "agentbench_skip", "--collect-only", "-q").ret == 0
+    listed = run("--bench=flaky", "-k", "skip", "--collect-only", "-q").outlines
+    assert sum(line.startswith("bench/flaky::skip::") for line in listed) == 2
+    markers = run("--bench=flaky", "--markers").stdout.str()
+    assert "@pytest.mark.agentbench_flaky: tasks of benchmark flaky" in markers
