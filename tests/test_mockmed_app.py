@@ -196,6 +196,21 @@ def test_serve_command_starts_and_stops(tmp_path: Path) -> None:
     assert "MockMed stopped." in out
 
 
+def test_serve_command_deletes_the_temporary_records_it_made() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "pytest_agentbench.benches.mockmed", "serve", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()
+        records = Path(process.stdout.readline().split("records: ", 1)[1].strip())
+        assert records.parent.is_dir()
+    finally:
+        process.terminate()
+        out, err = process.communicate(timeout=10)
+    assert process.returncode == 0, err
+    assert not records.parent.exists() and "temporary records were deleted" in out
+
+
 def test_serve_command_rejects_an_unknown_condition() -> None:
     result = subprocess.run([sys.executable, "-m", "pytest_agentbench.benches.mockmed", "serve", "--condition", "x"],
                             capture_output=True, text=True, timeout=30)

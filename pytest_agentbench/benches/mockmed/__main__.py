@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
 import tempfile
@@ -25,8 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     db = args.db
+    made: Path | None = None  # the temporary folder this command made, removed when it stops
     if db is None:
-        db = Path(tempfile.mkdtemp(prefix="mockmed-")) / "mockmed.sqlite3"
+        made = Path(tempfile.mkdtemp(prefix="mockmed-"))
+        db = made / "mockmed.sqlite3"
     server = serve(db, condition=args.condition, port=args.port)
     stop = threading.Event()
 
@@ -44,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         server.stop()
-    print("MockMed stopped.", flush=True)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+    print("MockMed stopped." + (" Its temporary records were deleted; keep them with --db FILE." if made else ""),
+          flush=True)
     return 0
 
 
