@@ -69,9 +69,18 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         if not (config.getoption("pool") or str(config.getini("agentbench_pool")).strip()):
             raise pytest.UsageError("--pool-dry-run needs --pool static|aws|azure (the pool to price)")
         config.option.collectonly = True
+        _count_only(config)
     if config.getoption("dry_run", False):
         config.option.collectonly = True
+        _count_only(config)
     return None
+
+
+def _count_only(config: pytest.Config) -> None:
+    """A dry run collects to count the tasks; the estimate, not a list of every item, is the
+    answer. Without -v the collection is shown as one count per benchmark (as ``-qq``)."""
+    if config.option.verbose == 0:
+        config.option.verbose = -2
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -104,3 +104,11 @@ def test_a_plain_run_warns_about_nothing(run, pytester):
     result = run()
     result.assert_outcomes(passed=1)
     assert "given without --bench" not in result.stdout.str()
+
+
+def test_a_dry_run_shows_counts_not_every_item(run):
+    result = run("--bench=mock", "--tasks", "40", "--dry-run")
+    assert result.ret == 0
+    assert "bench/mock: 40" in result.outlines
+    assert not [line for line in result.outlines if line.startswith("bench/mock::")]
+    result.stdout.fnmatch_lines(["*Dry run: estimated cost*"])
