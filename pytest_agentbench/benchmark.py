@@ -69,6 +69,12 @@ class Benchmark(ABC):
         return the task's own agent here."""
         return None
 
+    @property
+    def player(self) -> str | None:
+        """What plays every task when it is not the ``--agent`` agent (``"arms"``, ``"end-state"``),
+        for names the run shows, such as the run folder's; None when the ``--agent`` agent plays."""
+        return None
+
     def close(self) -> None:
         """Release what the benchmark holds (servers, temporary files). Called once per process."""
 

@@ -106,3 +106,9 @@ def test_the_browser_driver_gives_the_same_result(run_sub):
                  "--mockmed-runs", "1")
     result.assert_outcomes(passed=1, xfailed=2)
     result.stdout.fnmatch_lines(["rename        1/1              0/1                  0/1"])
+
+
+def test_the_run_folder_names_the_arms_not_the_agent(run, pytester):
+    run("--bench=mockmed", "--mockmed-runs", "1", "--mockmed-condition", "clean")
+    (folder,) = (pytester.path / "benchmark_results").iterdir()
+    assert folder.name.startswith("mockmed_arms_")

@@ -66,7 +66,7 @@ class RunController:
         from ..resume import record_identity, resumed_folder
 
         folder = resumed_folder(self, config)  # --resume RUN: RUN's folder, its final records kept
-        name = settings.run_name or default_run_name(settings.benchmarks, settings.agent)
+        name = settings.run_name or default_run_name(settings.benchmarks, self._player(settings.agent))
         try:
             folder = folder or RunFolder.create(settings.results_dir, name)
         except (ValueError, OSError) as exc:
@@ -77,6 +77,14 @@ class RunController:
         except OSError as exc:
             raise pytest.UsageError(f"cannot write {folder.manifest_path}: {_os_error(exc)}") from None
         record_identity(self, config, folder)
+
+    def _player(self, agent: str) -> str:
+        """Who plays the run, for its folder name: the ``--agent`` agent, unless every benchmark
+        plays its tasks itself (MockMed's arms, OpenComputer's end states)."""
+        players = [getattr(self.state.benchmarks.get(name), "player", None) for name in self.state.settings.benchmarks]
+        if players and all(players):
+            return "+".join(dict.fromkeys(str(p) for p in players))
+        return agent
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup":

@@ -263,6 +263,11 @@ class OpenComputerBenchmark(Benchmark):
         return self._unavailable[app]
 
     # -- episodes --------------------------------------------------------------------------------
+    @property
+    def player(self) -> str | None:
+        """With ``--opencomputer-end-state`` the end states play, not the ``--agent`` agent."""
+        return "end-state" if self.end_state_dir is not None else None
+
     def agent_for(self, task: Task) -> Any:
         if BROKEN in task.raw_config:
             return StandIn("", "the task file cannot be used")
