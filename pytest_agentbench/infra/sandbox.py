@@ -669,8 +669,24 @@ def _collect(proc: subprocess.Popen[bytes], data: bytes | None, timeout: float,
     return out, err, why
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            return [int(child) for child in handle.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the command's process group (bwrap's PID namespace dies with it)."""
+    """SIGKILL the command's process group and, first, bubblewrap's children: the first is the
+    init of the command's PID namespace, and the kernel kills everything in the namespace before
+    that init is gone, so once bubblewrap is reaped nothing of the command is left (killing only
+    bubblewrap leaves the namespace to die a moment later, through its parent-death signal)."""
+    for child in _children(proc.pid):
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
