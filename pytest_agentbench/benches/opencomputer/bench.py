@@ -238,6 +238,7 @@ class OpenComputerBenchmark(Benchmark):
         from .image import ENV, UID
 
         self._close_sandbox()
+        files = options.pop("files", [])
         if self.isolation.isolated:  # the image's user, environment and python3 (bubblewrap only)
             env = {**ENV, **options.pop("env", {})}
             binds = [*self.python.binds, *options.pop("ro_binds", [])]
@@ -245,6 +246,8 @@ class OpenComputerBenchmark(Benchmark):
         self.sandbox = Sandbox.create(self.isolation, self.sandbox_base, limits=self.limits, **options)
         if self.isolation.isolated:
             self.sandbox.mkdir("/tmp/runtime-user", 0o700)
+        for source, target in files:
+            self.sandbox.place(source, target)
         return self.sandbox
 
     def _close_sandbox(self) -> None:

@@ -94,19 +94,21 @@ def unavailable(app: str, *, environ: Mapping[str, str] | None = None, search_pa
 
 
 def sandbox_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``env`` and ``ro_binds`` that give a sandbox the X display."""
+    """``env``, ``ro_binds`` and ``files`` (host file, sandbox path: copied in) that give a sandbox
+    the X display. The X cookie is copied, not bound: the sandbox's user could not read a host
+    file only its owner may read, and the copy is the sandbox's own."""
     environ = os.environ if environ is None else environ
     number, _ = display_socket(environ)
     if number is None:
         return {}
     socket = str(X11_DIR / f"X{number}")
     env = {"DISPLAY": f":{number}"}
-    binds = [(socket, socket)]
+    options: dict[str, Any] = {"env": env, "ro_binds": [(socket, socket)]}
     auth = environ.get("XAUTHORITY")
     if auth and Path(auth).is_file():
-        binds.append((auth, "/tmp/.Xauthority"))
+        options["files"] = [(auth, "/tmp/.Xauthority")]
         env["XAUTHORITY"] = "/tmp/.Xauthority"
-    return {"env": env, "ro_binds": binds}
+    return options
 
 
 def _xy(action: Action, screen: tuple[int, int]) -> str:
