@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import browser_unavailable
+
 from pytest_agentbench.infra.sandbox import Isolation, Sandbox, probe_bwrap
 
 VERIFIERS = Path(__file__).parent / "data" / "opencomputer" / "verifiers"
@@ -161,7 +161,10 @@ def test_an_overlay_over_planted_links_writes_in_the_sandbox(box: Sandbox, outsi
 
 def test_an_overlay_while_a_sandboxed_process_keeps_swapping_folders_for_links(box: Sandbox, outside: Outside,
                                                                              tmp_path: Path):
-    from pytest_agentbench.benches.opencomputer.environment import EndStateError, lay_end_state
+    from pytest_agentbench.benches.opencomputer.environment import (
+        EndStateError,
+        lay_end_state,
+    )
 
     files = {f"d{i}/canary.txt": "chosen\n" for i in range(20)}
     files.update({f"d{i}/sub/new{i}.txt": "chosen\n" for i in range(20)})
@@ -204,7 +207,10 @@ def test_an_end_state_given_as_a_symlink_is_read_from_its_target(box: Sandbox, o
 
 def test_a_tar_snapshot_cannot_extract_through_a_link_it_or_the_sandbox_holds(box: Sandbox, outside: Outside,
                                                                             tmp_path: Path):
-    from pytest_agentbench.benches.opencomputer.environment import EndStateError, lay_end_state
+    from pytest_agentbench.benches.opencomputer.environment import (
+        EndStateError,
+        lay_end_state,
+    )
 
     tar_path = tmp_path / "snap.tar"
     with tarfile.open(tar_path, "w") as tar:
@@ -259,8 +265,9 @@ def test_a_setup_script_planting_links_everywhere_the_harness_writes_next(run, p
 
 # -- what the sandbox exposes --------------------------------------------------------------------------------
 def test_commands_run_as_uid_1000_with_no_root_secrets_in_sight(box: Sandbox):
-    done = box.run(["sh", "-c", "id -u; id -g; cat /etc/shadow; cat /etc/gshadow; cat /etc/ssh/ssh_host_*_key; "
-                                "ls /etc/ssh; grep -c . /etc/passwd; getent passwd user"], timeout=30)
+    script = ("id -u; id -g; cat /etc/shadow; cat /etc/gshadow; cat /etc/ssh/ssh_host_*_key; "
+              "ls /etc/ssh; grep -c . /etc/passwd; getent passwd user")
+    done = box.run(["sh", "-c", script], timeout=30)
     lines = done.stdout.splitlines()
     assert lines[:2] == ["1000", "1000"]
     assert "PRIVATE KEY" not in done.stdout and "root:" not in done.stdout.split("\n", 2)[2].split("user:x")[0]
@@ -281,9 +288,10 @@ def test_a_root_owned_file_bound_in_stays_unreadable(bwrap: Isolation, tmp_path:
 
 
 def test_the_systems_libraries_certificates_and_python_still_work(box: Sandbox):
-    done = box.run(["python3", "-c", "import ssl, json, sqlite3, locale, time; ssl.create_default_context(); "
-                                     "print(time.tzname[0] != '', bool(ssl.get_default_verify_paths().cafile "
-                                     "or ssl.get_default_verify_paths().capath))"], timeout=60)
+    code = ("import ssl, json, sqlite3, locale, time; ssl.create_default_context(); "
+            "print(time.tzname[0] != '', bool(ssl.get_default_verify_paths().cafile "
+            "or ssl.get_default_verify_paths().capath))")
+    done = box.run(["python3", "-c", code], timeout=60)
     assert done.ok, done.stderr
     login = box.run(["bash", "-lc", "echo $HOME $(whoami)"], timeout=30)
     assert login.stdout.strip() == "/home/user user", login.stderr
@@ -377,7 +385,7 @@ def test_limits_are_options_with_ini_keys_and_bad_values_are_usage_errors(run, p
     pytester.makeini("[pytest]\nagentbench_sandbox_max_procs = 300\n")
     result = run("-s", "--sandbox-isolation", "bwrap", "--sandbox-memory-mb", "1024")
     result.assert_outcomes(passed=1)
-    line = [text for text in result.outlines if "LIMITS" in text][0]
+    line = next(text for text in result.outlines if "LIMITS" in text)
     memory, procs = ast.literal_eval(line.split("LIMITS", 1)[1].strip())
     assert int(memory) == 1024 * 1024  # KiB
     assert int(procs) >= 300

@@ -43,7 +43,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -472,8 +472,8 @@ class Sandbox:
                 self._bind_target(source, target)
             prefix = bwrap_argv(self.isolation.bwrap, self.home, self.tmp, env=self._inside_env(),
                                 ro_binds=[*self.ro_binds, *ro_binds], cwd=cwd, uid=self.uid)
-            return [*prefix, *argv], {}, None
-        return [self._to_host(a) for a in argv], self._host_env(), self._to_host(cwd)
+            return [*self._limits_prefix(), *prefix, *argv], {}, None
+        return [*self._limits_prefix(), *(self._to_host(a) for a in argv)], self._host_env(), self._to_host(cwd)
 
     def _bind_target(self, source: str, target: str) -> None:
         """Make a bind's target under ``/home/user`` or ``/tmp`` here, as a fresh folder or empty
@@ -488,9 +488,9 @@ class Sandbox:
         else:
             self.write(target, b"")
 
-    def _preexec(self) -> Callable[[], None] | None:
-        """The ``preexec_fn`` that sets :attr:`limits` on the command (inherited by all it starts)."""
-        return rlimit_setter(self.limits, self.uid if self.owner is not None else os.getuid())
+    def _limits_prefix(self) -> list[str]:
+        """The ``prlimit`` prefix that puts :attr:`limits` on a command."""
+        return limit_argv(self.limits, self.uid if self.owner is not None else os.getuid())
 
     def run(self, argv: Sequence[str], *, timeout: float, input: str | bytes | None = None,
             cwd: str = HOME, ro_binds: Sequence[tuple[str, str]] = ()) -> RunResult:
@@ -508,7 +508,7 @@ class Sandbox:
         started = time.perf_counter()
         proc = subprocess.Popen(full, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=workdir,
-                                start_new_session=True, preexec_fn=self._preexec())
+                                start_new_session=True)
         out, err, why = _collect(proc, data, timeout, self.limits.output_bytes)
         seconds = time.perf_counter() - started
         stdout = out.decode("utf-8", errors="replace")
@@ -523,8 +523,7 @@ class Sandbox:
         """Start ``argv`` in the background (a desktop app); it is killed by :meth:`close`."""
         full, env, workdir = self.command(argv, cwd=cwd)
         proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=env, cwd=workdir, start_new_session=True,
-                                preexec_fn=self._preexec())
+                                stderr=subprocess.DEVNULL, env=env, cwd=workdir, start_new_session=True)
         self._background.append(proc)
         return proc
 
@@ -563,31 +562,40 @@ def _count_processes(uid: int) -> int:
     return count
 
 
-def rlimit_setter(limits: Limits, uid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` setting ``RLIMIT_AS`` and ``RLIMIT_NPROC`` (None when there are none).
+def limit_values(limits: Limits, uid: int) -> list[tuple[str, int]]:
+    """``(prlimit option, value)`` for ``RLIMIT_AS`` and ``RLIMIT_NPROC`` (none for a 0 limit),
+    each at most this process's own hard limit (which an unprivileged process cannot raise).
 
     ``RLIMIT_NPROC`` counts every process of the real uid and does not bind root, so it is set for
     the uid the command ends up as; for a uid that already runs processes here (pytest not root)
-    it is set that many above its present count. Computed before the fork: the function itself only
-    calls ``setrlimit``, which is safe between fork and exec."""
+    it is set that many above its present count."""
     import resource
 
-    settings: list[tuple[int, int]] = []
+    wanted: list[tuple[str, int, int]] = []
     if limits.memory_mb > 0:
-        settings.append((resource.RLIMIT_AS, limits.memory_mb << 20))
+        wanted.append(("--as", resource.RLIMIT_AS, limits.memory_mb << 20))
     if limits.max_procs > 0:
         base = 0 if uid == SANDBOX_UID and _privileged() else _count_processes(uid)
-        settings.append((resource.RLIMIT_NPROC, base + limits.max_procs))
-    if not settings:
-        return None
+        wanted.append(("--nproc", resource.RLIMIT_NPROC, base + limits.max_procs))
+    values = []
+    for option, which, value in wanted:
+        hard = resource.getrlimit(which)[1]
+        values.append((option, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+    return values
 
-    def apply() -> None:
-        for which, value in settings:
-            soft, hard = resource.getrlimit(which)
-            cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(which, (cap, cap))
 
-    return apply
+def limit_argv(limits: Limits, uid: int) -> list[str]:
+    """The ``prlimit`` prefix that sets :func:`limit_values` on the command, inherited by all it
+    starts (set in the child by a program, not by a ``preexec_fn``: pytest may run threads, and
+    Python code between fork and exec is not safe with them). ``SandboxError`` without prlimit."""
+    values = limit_values(limits, uid)
+    if not values:
+        return []
+    prlimit = shutil.which("prlimit", path=SANDBOX_PATH)
+    if prlimit is None:
+        raise SandboxError("sandbox limits need prlimit (Debian package util-linux); or pass --sandbox-memory-mb 0 "
+                           "and --sandbox-max-procs 0")
+    return [prlimit, *(f"{option}={value}:{value}" for option, value in values), "--"]
 
 
 def _collect(proc: subprocess.Popen[bytes], data: bytes | None, timeout: float,
@@ -658,6 +666,7 @@ def _collect(proc: subprocess.Popen[bytes], data: bytes | None, timeout: float,
     if why is not None:
         _kill_tree(proc)
         proc.wait()
+        _wait_group_gone(proc.pid)
     out = b"".join(chunks[out_fd])
     err = b"".join(chunks[err_fd])
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
@@ -675,6 +684,18 @@ def _children(pid: int) -> list[int]:
             return [int(child) for child in handle.read().split()]
     except (OSError, ValueError):
         return []
+
+
+def _wait_group_gone(pgid: int, seconds: float = 2.0) -> None:
+    """Wait (briefly) until no process of the killed group is left, so a caller that looks right
+    after a kill finds nothing of the command (SIGKILLed processes take a moment to exit)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
@@ -719,6 +740,8 @@ def session_limits(config: pytest.Config) -> Limits:
     """:class:`Limits` from ``--sandbox-memory-mb``, ``--sandbox-max-procs`` and
     ``--sandbox-output-mb`` (else their ini keys ``agentbench_sandbox_*``, else the defaults).
     The values were checked at configure time; one still bad here is a usage error."""
+    import argparse
+
     from ..options import SANDBOX_LIMIT_TYPES
 
     values: dict[str, int] = {}
@@ -733,7 +756,7 @@ def session_limits(config: pytest.Config) -> Limits:
                 continue
             try:
                 given = SANDBOX_LIMIT_TYPES["--sandbox-" + field_name.replace("_", "-")](text)
-            except Exception as exc:  # argparse's type error: its message is the usage line
+            except argparse.ArgumentTypeError as exc:  # its message is the usage line
                 raise pytest.UsageError(f"ini agentbench_sandbox_{field_name}: {exc}") from None
         values[field_name] = int(given)
     return Limits(**values)
