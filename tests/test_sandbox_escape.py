@@ -407,3 +407,33 @@ def test_the_sandbox_fixture_runs_as_uid_1000(run, pytester: pytest.Pytester):
             assert sandbox.run(["id", "-u"], timeout=30).stdout.strip() == "1000"
     """)
     run("--sandbox-isolation", "bwrap").assert_outcomes(passed=1)
+
+
+def test_checks_reading_host_secrets_put_none_of_them_in_results_jsonl(run, pytester: pytest.Pytester):
+    """A check's reply (``result``, ``actual``) is recorded; one that reads ``/etc/shadow`` or an
+    SSH host key must find nothing to record."""
+    secrets = [Path("/etc/shadow"), *sorted(Path("/etc/ssh").glob("ssh_host_*_key"))]
+    firsts = []
+    for path in secrets:
+        try:
+            firsts.append(path.read_text().splitlines()[0])
+        except (OSError, IndexError):
+            continue
+    if not firsts:
+        pytest.skip("this host has no readable /etc/shadow or SSH host key to compare against")
+    checks = [{"command": f"check-line {path} 1 x", "key": "match", "expected": True} for path in secrets]
+    checks.append({"command": "check-line /etc/shadow 1 x", "eval": "'root:' in str(result.get('actual'))"})
+    folder = pytester.path / "tasks" / "notes_secrets"
+    folder.mkdir(parents=True)
+    (folder / "task.json").write_text(json.dumps({"id": "notes_secrets", "app": "notes", "task": "Read.",
+                                                   "env": {"files": []}, "verification": checks}))
+    (pytester.path / "end" / "notes_secrets").mkdir(parents=True)
+    run("--bench=opencomputer", "--opencomputer-tasks", str(pytester.path / "tasks"),
+        "--opencomputer-verifiers", str(VERIFIERS), "--opencomputer-end-state", str(pytester.path / "end"),
+        "--sandbox-isolation", "bwrap").assert_outcomes(failed=1)
+    [results_file] = (pytester.path / "benchmark_results").glob("*/results.jsonl")
+    text = results_file.read_text()
+    assert "notes_secrets" in text
+    for first in firsts:
+        assert first not in text and json.dumps(first)[1:-1] not in text
+    assert "PRIVATE KEY" not in text
