@@ -428,10 +428,24 @@ def money_setting(config: pytest.Config, name: str, flag: str) -> float | None:
     return number
 
 
+#: ``--sandbox-<name>``: (default, least, most, unit, what it limits). Each is a field of
+#: ``infra.sandbox.Limits`` with ``-`` as ``_``; 0 means no limit.
+SANDBOX_LIMITS = {
+    "memory-mb": (2048, 64, 1 << 20, "MB", "address space of each sandboxed process (RLIMIT_AS)"),
+    "max-procs": (256, 8, 1 << 16, "processes", "processes and threads of the sandbox's user at once (RLIMIT_NPROC)"),
+    "output-mb": (16, 1, 1 << 16, "MB", "stdout plus stderr read back from one sandboxed command; past it the "
+                                        "command is killed and reported as output over the limit"),
+}
+
+#: The argparse type of each ``--sandbox-<name>`` limit.
+SANDBOX_LIMIT_TYPES = {f"--sandbox-{name}": checked("limit", f"--sandbox-{name}", low=low, high=high, unit=unit)
+                       for name, (_default, low, high, unit, _what) in SANDBOX_LIMITS.items()}
+
 #: Settings checked at configure time, from the command line or the ini key: dest -> argparse type.
 #: Types given to ``addoption`` check the command line as it is parsed; this table also covers the
 #: ini keys and the options read as plain strings by the code that uses them.
 CHECKED_SETTINGS = {
+    **{f"sandbox_{name.replace('-', '_')}": SANDBOX_LIMIT_TYPES[f"--sandbox-{name}"] for name in SANDBOX_LIMITS},
     "run_name": checked("run_name", "--run-name"),
     "waa_server": checked("url", "--waa-server"),
     "waa_evaluate_url": checked("url", "--waa-evaluate-url"),
@@ -615,6 +629,12 @@ def add_sandbox_options(parser: pytest.Parser) -> None:
                         help="sandboxes: auto (bubblewrap when it works, else a plain folder with a warning; "
                              "default), bwrap (required) or none (a plain folder, no warning).")
     _addini_once(parser, "agentbench_sandbox_isolation", "as --sandbox-isolation")
+    for name, (default, _low, _high, unit, what) in SANDBOX_LIMITS.items():
+        flag = f"--sandbox-{name}"
+        if not _has_flag(group, flag):
+            group.addoption(flag, type=SANDBOX_LIMIT_TYPES[flag], default=None, metavar=unit.upper(),
+                            help=f"sandboxes: {what} (default: {default}; 0: no limit).")
+        _addini_once(parser, f"agentbench_sandbox_{name.replace('-', '_')}", f"as {flag}")
 
 
 def _trajectory_min(text: str) -> float:

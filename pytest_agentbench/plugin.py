@@ -383,9 +383,10 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
     """A fresh sandbox folder for this test: ``sandbox.run(argv, timeout=...)`` runs a command in it
     with ``/home/user`` and ``/tmp`` as its only writable folders and no network (bubblewrap), or
     in a plain folder with a warning when bubblewrap is missing or unusable (--sandbox-isolation)."""
-    from .infra.sandbox import Sandbox, session_isolation
+    from .infra.sandbox import Sandbox, session_isolation, session_limits
 
-    box = Sandbox(tmp_path_factory.mktemp("sandbox"), session_isolation(pytestconfig))
+    box = Sandbox(tmp_path_factory.mktemp("sandbox"), session_isolation(pytestconfig),
+                  limits=session_limits(pytestconfig))
     try:
         yield box
     finally:

@@ -37,6 +37,17 @@ def number(flag: str, text: str, *, low: float, high: float, low_open: bool = Fa
     return value
 
 
+def limit(flag: str, text: str, *, low: int, high: int, unit: str) -> int:
+    """A whole number in ``[low, high]``, or 0 for no limit."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{flag} must be a whole number of {unit} (0 for no limit), got {text!r}") from None
+    if value != 0 and not low <= value <= high:
+        raise ValueError(f"{flag} must be 0 (no limit) or {low} to {high} {unit}, got {text!r}")
+    return value
+
+
 def port(flag: str, text: str) -> int:
     """A TCP port, 1..65535."""
     try:

@@ -9,10 +9,21 @@ command it runs sees:
 * ``/home/user`` (the sandbox's ``home/`` folder) and ``/tmp`` (its ``tmp/`` folder), the only
   writable places; ``/tmp`` is the sandbox's own, so a file placed there by one command (as
   OpenComputer places ``/tmp/create_env.py``) is there for the next;
-* ``/usr``, ``/etc`` and the ``/bin``, ``/sbin``, ``/lib*`` links or folders, read-only; nothing
-  else of the host (no ``/root``, no other home folders, no pytest temporary folders);
+* ``/usr`` and the ``/bin``, ``/sbin``, ``/lib*`` links or folders, read-only; a minimal ``/etc``
+  (:data:`ETC_ENTRIES` of the host's, read-only, and its own ``passwd``/``group`` naming only
+  ``root``, ``user`` (1000) and ``nobody``: no ``shadow``, no SSH host keys); nothing else of the
+  host (no ``/root``, no other home folders, no pytest temporary folders);
+* user id 1000 (:data:`SANDBOX_UID`), unprivileged on the host too: when pytest runs as root,
+  bubblewrap runs without a user namespace and ``setpriv`` drops to host uid 1000 with no
+  capabilities and ``no_new_privs`` before the command starts, so files only root may read stay
+  unreadable and a setuid program gains nothing;
+* :class:`Limits`: address space (``RLIMIT_AS``), processes of uid 1000 (``RLIMIT_NPROC``),
+  bytes of output read back (the command is killed past it) and the caller's wall time;
 * no network at all (``--unshare-net``: not even the host's loopback), no capabilities, its own
   process tree, killed with the whole tree when the command times out or pytest dies.
+
+The pytest process writes into the sandbox's folders only through :mod:`.safefs`, which never
+follows a symlink found there (code in the sandbox can plant one anywhere it can write).
 
 Where bubblewrap is missing or cannot run (containers without user namespaces), a trial run says
 so once and the sandbox falls back to a plain temporary folder: commands run with the folder as
@@ -46,11 +57,24 @@ TMP = "/tmp"
 #: PATH inside the sandbox: only what the read-only system folders hold.
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: System folders bound read-only (or recreated as the same symlink) when they exist on the host.
-SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: The user (and group) id commands run as (OpenComputer's image's ``user``).
+SANDBOX_UID = 1000
+#: What of the host's ``/etc`` the sandbox sees (glob patterns, those that exist; read-only): the
+#: dynamic linker's cache, ``alternatives`` links, certificates, fonts, time zone, name service
+#: and shell start-up files, and the configuration of the apps and libraries verifiers use.
+#: Not there: ``shadow``, ``gshadow``, ``ssh``, ``sudoers``, credentials of any service.
+ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+               "ca-certificates.conf", "fonts", "localtime", "timezone", "nsswitch.conf", "host.conf", "hosts",
+               "hostname", "mime.types", "mailcap", "magic", "magic.mime", "os-release", "debian_version",
+               "profile", "profile.d", "bash.bashrc", "bash_completion.d", "environment", "inputrc", "shells",
+               "locale.alias", "locale.conf", "default", "xdg", "X11", "gtk-2.0", "gtk-3.0", "dconf",
+               "dbus-1", "machine-id", "python3", "python3.*", "java-*", "ImageMagick-*", "libreoffice",
+               "chromium", "chromium.d", "thunderbird", "gimp", "vlc", "ghostscript", "papersize",
+               "libpaper.d", "xml", "sgml", "glvnd", "pulse", "vulkan", "drirc", "gitconfig", "gai.conf",
+               "mtab", "login.defs", "lsb-release", "perl", "emacs", "vim", "nanorc", "zsh", "gdb")
 #: ``/home/user`` as a path in a script's text (followed by a separator, a quote, space or the end)
 _HOME_IN_TEXT = re.compile(re.escape(HOME) + r"""(?=[/'"\s]|$)""", re.MULTILINE)
-#: Seconds to wait for a killed command's pipes to close before giving up on its output.
-_DRAIN_SECONDS = 5.0
 
 IsolationMode = Literal["auto", "bwrap", "none"]
 MODES: tuple[str, ...] = ("auto", "bwrap", "none")
@@ -87,7 +111,8 @@ class Isolation:
 
 @dataclass(frozen=True)
 class RunResult:
-    """One finished command. ``returncode`` is None when it was killed at its timeout."""
+    """One finished command. ``returncode`` is None when the sandbox killed it (at its timeout, or
+    past the output limit)."""
 
     argv: tuple[str, ...]
     returncode: int | None
@@ -95,13 +120,26 @@ class RunResult:
     stderr: str
     timed_out: bool = False
     seconds: float = 0.0
+    #: the output limit in MB when the command was killed for printing more (0: it was not)
+    output_over: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.output_over
+
+    @property
+    def killed_why(self) -> str | None:
+        """Why the sandbox killed the command (a timeout, too much output), or None."""
+        if self.timed_out:
+            return f"timed out after {self.seconds:.1f} s and was killed"
+        if self.output_over:
+            return f"output over {self.output_over} MB: killed"
+        return None
 
     def summary(self) -> str:
         """One line for error messages: how it ended and the last line of stderr."""
+        if self.output_over:
+            return f"printed output over {self.output_over} MB and was killed"
         if self.timed_out:
             how = f"timed out after {self.seconds:.1f} s and was killed"
         else:
@@ -110,35 +148,119 @@ class RunResult:
         return how + (f": {tail[-1].strip()[:200]}" if tail else "")
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed command may use. 0 for a limit means none.
+
+    ``memory_mb``: its address space (``RLIMIT_AS``, per process); ``max_procs``: processes and
+    threads of the sandbox's user at once (``RLIMIT_NPROC``; with pytest not root the user's other
+    processes count too, so the limit is set that many above what it already runs);
+    ``output_mb``: bytes of stdout plus stderr read back before the command is killed. Wall time is
+    each call's ``timeout``."""
+
+    memory_mb: int = 2048
+    max_procs: int = 256
+    output_mb: int = 16
+
+    @property
+    def output_bytes(self) -> int:
+        return self.output_mb << 20
+
+
+DEFAULT_LIMITS = Limits()
+
+
 def _system_binds() -> list[str]:
     """bwrap arguments for the read-only system folders (symlinks stay symlinks, as on merged-/usr
-    systems where ``/bin`` is ``usr/bin``)."""
+    systems where ``/bin`` is ``usr/bin``) and the minimal ``/etc``."""
     args: list[str] = []
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for source, target in etc_binds():
+        args += ["--ro-bind", source, target]
     return args
 
 
+@functools.lru_cache(maxsize=1)
+def etc_binds() -> tuple[tuple[str, str], ...]:
+    """``(host path, sandbox path)`` of the sandbox's ``/etc``: :data:`ETC_ENTRIES` that exist, and
+    a ``passwd`` and ``group`` written for it (in a folder removed at exit)."""
+    import atexit
+    import glob
+
+    binds: list[tuple[str, str]] = []
+    for pattern in ETC_ENTRIES:
+        for path in sorted(glob.glob(os.path.join("/etc", pattern))):
+            if os.path.exists(path) and os.access(path, os.R_OK):
+                binds.append((path, path))
+    folder = tempfile.mkdtemp(prefix="agentbench-etc-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.chmod(folder, 0o755)
+    uid = SANDBOX_UID
+    files = {"passwd": f"root:x:0:0:root:/root:/bin/bash\nuser:x:{uid}:{uid}:user:{HOME}:/bin/bash\n"
+                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+             "group": f"root:x:0:\nuser:x:{uid}:\nnogroup:x:65534:\n"}
+    for name, text in files.items():
+        path = os.path.join(folder, name)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(path, 0o644)
+        binds.append((path, f"/etc/{name}"))
+    return tuple(binds)
+
+
+def _privileged() -> bool:
+    """True when this process is root: bubblewrap then runs without a user namespace (inside uid
+    1000 would be host root there) and ``setpriv`` drops to host uid 1000."""
+    return os.geteuid() == 0
+
+
+def drop_argv(uid: int) -> list[str]:
+    """The ``setpriv`` prefix that drops a root bubblewrap's command to ``uid`` for good."""
+    setpriv = shutil.which("setpriv", path=SANDBOX_PATH)
+    if setpriv is None:
+        raise SandboxError("running sandboxes as root needs setpriv (Debian package util-linux) to drop to "
+                           f"uid {uid}")
+    return [setpriv, "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs", "--"]
+
+
 def bwrap_argv(bwrap: str, home: str | Path, tmp: str | Path, *, env: Mapping[str, str],
-               ro_binds: Sequence[tuple[str, str]] = (), cwd: str = HOME, uid: int | None = None) -> list[str]:
+               ro_binds: Sequence[tuple[str, str]] = (), cwd: str = HOME, uid: int = SANDBOX_UID) -> list[str]:
     """The bubblewrap command line that runs a command in the sandbox (the command follows it).
 
-    ``uid``: the user (and group) id commands run as inside (OpenComputer's image runs its user as
-    1000); None keeps the caller's."""
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            *_system_binds(), "--proc", "/proc", "--dev", "/dev",
-            "--bind", str(home), HOME, "--bind", str(tmp), TMP]
+    ``uid``: the user (and group) id commands run as, inside and on the host (never 0)."""
+    if uid == 0:
+        raise SandboxError("sandboxed commands do not run as root")
+    privileged = _privileged()
+    if privileged:  # no user namespace: the uid inside is the host's
+        namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    else:
+        namespaces = ["--unshare-all", "--uid", str(uid), "--gid", str(uid)]
+    args = [bwrap, *namespaces, "--die-with-parent", "--new-session"]
+    if not privileged:
+        args += ["--cap-drop", "ALL"]  # as root, setpriv drops them (it needs them to change uid)
+    args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--dir", "/home",
+             "--bind", str(home), HOME, "--bind", str(tmp), TMP]
+    made: set[str] = set()
     for source, target in ro_binds:
+        for parent in reversed(PurePosixPath(target).parents):  # bwrap would make them 0700 as root
+            folder = str(parent)
+            if folder not in made and folder not in ("/", HOME, TMP) and not folder.startswith((HOME + "/", TMP + "/")):
+                made.add(folder)
+                args += ["--perms", "0755", "--dir", folder]
         args += ["--ro-bind", source, target]
-    if uid is not None:
-        args += ["--uid", str(uid), "--gid", str(uid)]
     args += ["--chdir", cwd, "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
-    return [*args, "--"]
+    args.append("--")
+    if privileged:
+        args += drop_argv(uid)
+    return args
 
 
 @functools.lru_cache(maxsize=8)
@@ -154,7 +276,13 @@ def probe_bwrap(executable: str = "bwrap") -> tuple[str | None, str]:
         home, tmp = Path(folder, "home"), Path(folder, "tmp")
         home.mkdir()
         tmp.mkdir()
-        argv = [*bwrap_argv(path, home, tmp, env={"PATH": SANDBOX_PATH}), "sh", "-c", "echo ok > probe"]
+        if _privileged():
+            os.chown(home, SANDBOX_UID, SANDBOX_UID)
+        try:
+            prefix = bwrap_argv(path, home, tmp, env={"PATH": SANDBOX_PATH})
+        except SandboxError as exc:
+            return None, str(exc)
+        argv = [*prefix, "sh", "-c", "echo ok > probe"]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -185,7 +313,8 @@ class Sandbox:
     ``tmp/`` (``/tmp`` inside). Create one per item; :meth:`close` deletes it."""
 
     def __init__(self, root: str | Path, isolation: Isolation, *, env: Mapping[str, str] | None = None,
-                 ro_binds: Sequence[tuple[str, str]] = (), uid: int | None = None) -> None:
+                 ro_binds: Sequence[tuple[str, str]] = (), uid: int | None = None,
+                 limits: Limits | None = None) -> None:
         self.root = Path(root)
         self.isolation = isolation
         self.home = self.root / "home"
@@ -196,8 +325,18 @@ class Sandbox:
         self.env = dict(env or {})
         #: extra read-only binds ``(host path, sandbox path)``, honoured with bubblewrap only
         self.ro_binds = list(ro_binds)
-        #: the user id commands run as, with bubblewrap only (None: the caller's)
-        self.uid = uid
+        #: the user id commands run as, with bubblewrap (never root; None means the default 1000)
+        self.uid = SANDBOX_UID if uid is None else uid
+        if self.uid == 0:
+            raise SandboxError("sandboxed commands do not run as root")
+        self.limits = limits or DEFAULT_LIMITS
+        #: the owner of what the host writes into the sandbox: its user when pytest is root and the
+        #: uid is really dropped, so commands can change the files they were given
+        self.owner: tuple[int, int] | None = None
+        if self.isolated and _privileged():
+            self.owner = (self.uid, self.uid)
+            for folder in (self.home, self.tmp):
+                os.chown(folder, self.uid, self.uid)
         self._background: list[subprocess.Popen[bytes]] = []
         self.closed = False
 
@@ -214,25 +353,63 @@ class Sandbox:
         return self.isolation.isolated
 
     # -- paths ---------------------------------------------------------------------------------
-    def path(self, sandbox_path: str) -> Path:
-        """The host path of ``sandbox_path`` (``/home/user/...`` or ``/tmp/...``).
-
-        ``ValueError`` for anything else, or for a path that climbs out with ``..``: only the
-        sandbox's own folders can be written from outside it."""
+    def _split(self, sandbox_path: str) -> tuple[Path, PurePosixPath]:
+        """``(host folder, path relative to it)`` of ``sandbox_path``; ``ValueError`` as :meth:`path`."""
         pure = PurePosixPath(sandbox_path)
         if not pure.is_absolute() or ".." in pure.parts:
             raise ValueError(f"sandbox path {sandbox_path!r} must be absolute, without '..'")
         for inside, host in ((PurePosixPath(HOME), self.home), (PurePosixPath(TMP), self.tmp)):
             if pure == inside or inside in pure.parents:
-                return host.joinpath(*pure.relative_to(inside).parts)
+                return host, pure.relative_to(inside)
         raise ValueError(f"sandbox path {sandbox_path!r} is outside the sandbox's {HOME} and {TMP}")
 
+    def path(self, sandbox_path: str) -> Path:
+        """The host path of ``sandbox_path`` (``/home/user/...`` or ``/tmp/...``).
+
+        ``ValueError`` for anything else, or for a path that climbs out with ``..``. The path is for
+        reading names only: code in the sandbox may have made any part of it a symlink, so write,
+        read and remove through :meth:`write`, :meth:`place`, :meth:`read` and :meth:`remove`."""
+        host, rel = self._split(sandbox_path)
+        return host.joinpath(*rel.parts)
+
+    def _file_target(self, sandbox_path: str) -> tuple[Path, PurePosixPath]:
+        host, rel = self._split(sandbox_path)
+        if not rel.parts:
+            raise ValueError(f"sandbox path {sandbox_path!r} is a folder of the sandbox, not a file")
+        return host, rel
+
     def place(self, source: str | Path, sandbox_path: str) -> Path:
-        """Copy the host file ``source`` to ``sandbox_path`` (parents made, mode kept)."""
-        target = self.path(sandbox_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-        return target
+        """Copy the host file ``source`` to ``sandbox_path`` (parents made, mode kept), replacing
+        whatever is there without following a symlink on the way."""
+        from . import safefs
+
+        host, rel = self._file_target(sandbox_path)
+        safefs.copy_in(source, host, rel, owner=self.owner)
+        return self.path(sandbox_path)
+
+    def mkdir(self, sandbox_path: str, mode: int = 0o755) -> Path:
+        """Make the folder ``sandbox_path`` (and its parents), replacing symlinks or files in the way."""
+        from . import safefs
+
+        host, rel = self._split(sandbox_path)
+        with safefs.open_dir(host, rel, create=True, owner=self.owner) as fd:
+            os.fchmod(fd, mode)
+        return self.path(sandbox_path)
+
+    def read(self, sandbox_path: str, limit: int) -> bytes:
+        """The bytes of the regular file at ``sandbox_path``; ``OSError`` for a symlink, anything
+        not a regular file, or over ``limit`` bytes."""
+        from . import safefs
+
+        host, rel = self._file_target(sandbox_path)
+        return safefs.read_file(host, rel, limit)
+
+    def remove(self, sandbox_path: str) -> bool:
+        """Remove whatever is at ``sandbox_path`` (no symlink followed); True when there was something."""
+        from . import safefs
+
+        host, rel = self._file_target(sandbox_path)
+        return safefs.remove(host, rel)
 
     def localize(self, sandbox_path: str) -> None:
         """Make a script in the sandbox use the sandbox's home when it names ``/home/user``.
@@ -240,27 +417,26 @@ class Sandbox:
         With bubblewrap a no-op: ``/home/user`` is the sandbox's home. In the plain-folder fallback
         the file's ``/home/user`` paths are rewritten to the folder's ``home/``, so a setup script
         or verifier with literal paths works there and does not write to a real ``/home/user``.
-        Files that are not UTF-8 text are left alone."""
+        Files that are not UTF-8 text (or not regular files) are left alone."""
         if self.isolated:
             return
-        path = self.path(sandbox_path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = self.read(sandbox_path, 64 << 20).decode("utf-8")
         except (UnicodeDecodeError, OSError):
             return
         home = str(self.home)
         changed = _HOME_IN_TEXT.sub(lambda _: home, text)
         if changed != text:
-            path.write_text(changed, encoding="utf-8")
+            self.write(sandbox_path, changed)
 
-    def write(self, sandbox_path: str, data: str | bytes) -> Path:
-        target = self.path(sandbox_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, str):
-            target.write_text(data, encoding="utf-8")
-        else:
-            target.write_bytes(data)
-        return target
+    def write(self, sandbox_path: str, data: str | bytes, mode: int = 0o644) -> Path:
+        """Write ``data`` to ``sandbox_path`` as a fresh file, without following a symlink on the way."""
+        from . import safefs
+
+        host, rel = self._file_target(sandbox_path)
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        safefs.write_file(host, rel, payload, mode=mode, owner=self.owner)
+        return self.path(sandbox_path)
 
     # -- commands ------------------------------------------------------------------------------
     def _inside_env(self) -> dict[str, str]:
@@ -292,18 +468,39 @@ class Sandbox:
         are extra read-only binds for this command only (bubblewrap only)."""
         if self.isolated:
             assert self.isolation.bwrap is not None
+            for source, target in [*self.ro_binds, *ro_binds]:
+                self._bind_target(source, target)
             prefix = bwrap_argv(self.isolation.bwrap, self.home, self.tmp, env=self._inside_env(),
                                 ro_binds=[*self.ro_binds, *ro_binds], cwd=cwd, uid=self.uid)
-            return [*prefix, *argv], {}, None
-        return [self._to_host(a) for a in argv], self._host_env(), self._to_host(cwd)
+            return [*self._limits_prefix(), *prefix, *argv], {}, None
+        return [*self._limits_prefix(), *(self._to_host(a) for a in argv)], self._host_env(), self._to_host(cwd)
+
+    def _bind_target(self, source: str, target: str) -> None:
+        """Make a bind's target under ``/home/user`` or ``/tmp`` here, as a fresh folder or empty
+        file owned by the sandbox's user: bubblewrap would otherwise make it itself (as root,
+        following a symlink code in the sandbox planted there, and unreadable to the user)."""
+        try:
+            self._split(target)
+        except ValueError:
+            return  # outside the sandbox's folders: bubblewrap makes it in its own root
+        if os.path.isdir(source):
+            self.mkdir(target)
+        else:
+            self.write(target, b"")
+
+    def _limits_prefix(self) -> list[str]:
+        """The ``prlimit`` prefix that puts :attr:`limits` on a command."""
+        return limit_argv(self.limits, self.uid if self.owner is not None else os.getuid())
 
     def run(self, argv: Sequence[str], *, timeout: float, input: str | bytes | None = None,
             cwd: str = HOME, ro_binds: Sequence[tuple[str, str]] = ()) -> RunResult:
         """Run ``argv`` in the sandbox and wait at most ``timeout`` seconds.
 
-        At the timeout the command's whole process tree is killed (its process group; with
-        bubblewrap also its PID namespace) and the result says ``timed_out``. Never raises for
-        what the command does; ``OSError`` when it cannot be started at all."""
+        At the timeout, or once its stdout and stderr together pass :attr:`limits`' output size,
+        the command's whole process tree is killed (its process group; with bubblewrap also its PID
+        namespace) and the result says ``timed_out`` or ``output_over``. Output is read as it
+        comes, so a command that prints without end costs pytest at most the limit. Never raises
+        for what the command does; ``OSError`` when it cannot be started at all."""
         if self.closed:
             raise SandboxError(f"sandbox {self.root} is closed")
         full, env, workdir = self.command(argv, cwd=cwd, ro_binds=ro_binds)
@@ -312,26 +509,15 @@ class Sandbox:
         proc = subprocess.Popen(full, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=workdir,
                                 start_new_session=True)
-        timed_out = False
-        try:
-            out, err = proc.communicate(data, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_tree(proc)
-            try:
-                out, err = proc.communicate(timeout=_DRAIN_SECONDS)
-            except subprocess.TimeoutExpired:  # a descendant escaped the group and holds the pipes
-                out, err = b"", b""
-                for pipe in (proc.stdout, proc.stderr):
-                    if pipe is not None:
-                        pipe.close()
-                proc.wait()
+        out, err, why = _collect(proc, data, timeout, self.limits.output_bytes)
         seconds = time.perf_counter() - started
         stdout = out.decode("utf-8", errors="replace")
         stderr = err.decode("utf-8", errors="replace")
         if not self.isolated:
             stdout, stderr = self._from_host(stdout), self._from_host(stderr)
-        return RunResult(tuple(argv), None if timed_out else proc.returncode, stdout, stderr, timed_out, seconds)
+        killed = why is not None
+        return RunResult(tuple(argv), None if killed else proc.returncode, stdout, stderr, why == "timeout", seconds,
+                         output_over=self.limits.output_mb if why == "output" else 0)
 
     def spawn(self, argv: Sequence[str], *, cwd: str = HOME) -> subprocess.Popen[bytes]:
         """Start ``argv`` in the background (a desktop app); it is killed by :meth:`close`."""
@@ -363,8 +549,165 @@ class Sandbox:
         return f"Sandbox({str(self.root)!r}, {self.isolation.describe()})"
 
 
+def _count_processes(uid: int) -> int:
+    """Processes and threads of ``uid`` now (what ``RLIMIT_NPROC`` counts)."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue
+    return count
+
+
+def limit_values(limits: Limits, uid: int) -> list[tuple[str, int]]:
+    """``(prlimit option, value)`` for ``RLIMIT_AS`` and ``RLIMIT_NPROC`` (none for a 0 limit),
+    each at most this process's own hard limit (which an unprivileged process cannot raise).
+
+    ``RLIMIT_NPROC`` counts every process of the real uid and does not bind root, so it is set for
+    the uid the command ends up as; for a uid that already runs processes here (pytest not root)
+    it is set that many above its present count."""
+    import resource
+
+    wanted: list[tuple[str, int, int]] = []
+    if limits.memory_mb > 0:
+        wanted.append(("--as", resource.RLIMIT_AS, limits.memory_mb << 20))
+    if limits.max_procs > 0:
+        base = 0 if uid == SANDBOX_UID and _privileged() else _count_processes(uid)
+        wanted.append(("--nproc", resource.RLIMIT_NPROC, base + limits.max_procs))
+    values = []
+    for option, which, value in wanted:
+        hard = resource.getrlimit(which)[1]
+        values.append((option, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+    return values
+
+
+def limit_argv(limits: Limits, uid: int) -> list[str]:
+    """The ``prlimit`` prefix that sets :func:`limit_values` on the command, inherited by all it
+    starts (set in the child by a program, not by a ``preexec_fn``: pytest may run threads, and
+    Python code between fork and exec is not safe with them). ``SandboxError`` without prlimit."""
+    values = limit_values(limits, uid)
+    if not values:
+        return []
+    prlimit = shutil.which("prlimit", path=SANDBOX_PATH)
+    if prlimit is None:
+        raise SandboxError("sandbox limits need prlimit (Debian package util-linux); or pass --sandbox-memory-mb 0 "
+                           "and --sandbox-max-procs 0")
+    return [prlimit, *(f"{option}={value}:{value}" for option, value in values), "--"]
+
+
+def _collect(proc: subprocess.Popen[bytes], data: bytes | None, timeout: float,
+             limit: int) -> tuple[bytes, bytes, str | None]:
+    """Feed ``data`` to ``proc`` and read its stdout and stderr as they come, up to ``limit``
+    bytes together (0: no limit). ``(stdout, stderr, why killed)``: why is None, ``"timeout"`` or
+    ``"output"``; a killed command's output is what was read until then."""
+    import selectors
+
+    deadline = time.monotonic() + timeout
+    chunks: dict[int, list[bytes]] = {}
+    total = 0
+    why: str | None = None
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    for pipe in (proc.stdout, proc.stderr):
+        os.set_blocking(pipe.fileno(), False)
+        sel.register(pipe, selectors.EVENT_READ)
+        chunks[pipe.fileno()] = []
+    pending = memoryview(data) if data else None
+    if proc.stdin is not None:
+        if pending is None:
+            proc.stdin.close()
+        else:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin, selectors.EVENT_WRITE)
+    try:
+        while len(sel.get_map()) > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "timeout"
+                break
+            for key, _ in sel.select(min(left, 1.0)):
+                if key.fileobj is proc.stdin:
+                    try:
+                        assert pending is not None
+                        pending = pending[os.write(key.fd, pending[:65536]):]
+                    except BrokenPipeError:
+                        pending = pending[:0] if pending is not None else None
+                    if not pending:
+                        sel.unregister(key.fileobj)
+                        proc.stdin.close()
+                    continue
+                want = 65536 if not limit else min(65536, limit - total + 1)
+                try:
+                    chunk = os.read(key.fd, want)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                chunks[key.fd].append(chunk)
+                total += len(chunk)
+                if limit and total > limit:
+                    why = "output"
+                    break
+            if why:
+                break
+        if why is None:
+            left = max(deadline - time.monotonic(), 0.0)
+            try:
+                proc.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                why = "timeout"
+    finally:
+        sel.close()
+    if why is not None:
+        _kill_tree(proc)
+        proc.wait()
+        _wait_group_gone(proc.pid)
+    out = b"".join(chunks[out_fd])
+    err = b"".join(chunks[err_fd])
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
+    if limit:  # what was read past the limit is dropped too
+        out = out[:limit]
+        err = err[:max(limit - len(out), 0)]
+    return out, err, why
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            return [int(child) for child in handle.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _wait_group_gone(pgid: int, seconds: float = 2.0) -> None:
+    """Wait (briefly) until no process of the killed group is left, so a caller that looks right
+    after a kill finds nothing of the command (SIGKILLed processes take a moment to exit)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
+
+
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the command's process group (bwrap's PID namespace dies with it)."""
+    """SIGKILL the command's process group and, first, bubblewrap's children: the first is the
+    init of the command's PID namespace, and the kernel kills everything in the namespace before
+    that init is gone, so once bubblewrap is reaped nothing of the command is left (killing only
+    bubblewrap leaves the namespace to die a moment later, through its parent-death signal)."""
+    for child in _children(proc.pid):
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -391,6 +734,32 @@ def isolation_mode(config: pytest.Config) -> str:
         except ValueError:  # the ini key is not registered (options not added)
             value = ""
     return value or "auto"
+
+
+def session_limits(config: pytest.Config) -> Limits:
+    """:class:`Limits` from ``--sandbox-memory-mb``, ``--sandbox-max-procs`` and
+    ``--sandbox-output-mb`` (else their ini keys ``agentbench_sandbox_*``, else the defaults).
+    The values were checked at configure time; one still bad here is a usage error."""
+    import argparse
+
+    from ..options import SANDBOX_LIMIT_TYPES
+
+    values: dict[str, int] = {}
+    for field_name in ("memory_mb", "max_procs", "output_mb"):
+        given = config.getoption(f"sandbox_{field_name}", None)
+        if given is None:
+            try:
+                text = str(config.getini(f"agentbench_sandbox_{field_name}")).strip()
+            except ValueError:  # the ini key is not registered (options not added)
+                text = ""
+            if not text:
+                continue
+            try:
+                given = SANDBOX_LIMIT_TYPES["--sandbox-" + field_name.replace("_", "-")](text)
+            except argparse.ArgumentTypeError as exc:  # its message is the usage line
+                raise pytest.UsageError(f"ini agentbench_sandbox_{field_name}: {exc}") from None
+        values[field_name] = int(given)
+    return Limits(**values)
 
 
 def session_isolation(config: pytest.Config) -> Isolation:

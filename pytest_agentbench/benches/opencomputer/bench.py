@@ -37,7 +37,7 @@ from .tasks import BENCHMARK, BROKEN, OpenComputerTaskError, broken_task, load_t
 if TYPE_CHECKING:
     import pytest
 
-    from ...infra.sandbox import Isolation, Sandbox
+    from ...infra.sandbox import Isolation, Limits, Sandbox
     from ...model import Task
     from .desktop import Desktop
     from .harness import Harness
@@ -74,6 +74,7 @@ class OpenComputerBenchmark(Benchmark):
         python: str = "auto",
         isolation: Isolation | Callable[[], Isolation] | None = None,
         sandbox_base: str | Path | None = None,
+        limits: Limits | None = None,
     ) -> None:
         from .harness import find_checkout
 
@@ -98,6 +99,8 @@ class OpenComputerBenchmark(Benchmark):
         self._isolation_source = isolation
         self._isolation: Isolation | None = None
         self.sandbox_base = sandbox_base
+        #: what each sandboxed command may use (memory, processes, output); None: the defaults
+        self.limits = limits
         self._tasks_dir: Path | None = None
         self._tasks: list[Task] | None = None
         self._left_out: list[str] = []
@@ -118,7 +121,7 @@ class OpenComputerBenchmark(Benchmark):
 
         if config is None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
-        from ...infra.sandbox import isolation_mode, session_isolation
+        from ...infra.sandbox import isolation_mode, session_isolation, session_limits
         from .checks import load_judge
         from .harness import find_checkout
         from .image import ImageError, choose_python
@@ -159,7 +162,8 @@ class OpenComputerBenchmark(Benchmark):
         try:
             return cls(settings.tasks, verifiers_dir=settings.verifiers, end_state_dir=settings.end_state,
                        timeout=settings.timeout, judge=judge, on_error=settings.verifier_errors,
-                       harness=settings.harness, python=settings.python, isolation=lambda: session_isolation(config))
+                       harness=settings.harness, python=settings.python, isolation=lambda: session_isolation(config),
+                       limits=session_limits(config))
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -234,13 +238,16 @@ class OpenComputerBenchmark(Benchmark):
         from .image import ENV, UID
 
         self._close_sandbox()
+        files = options.pop("files", [])
         if self.isolation.isolated:  # the image's user, environment and python3 (bubblewrap only)
             env = {**ENV, **options.pop("env", {})}
             binds = [*self.python.binds, *options.pop("ro_binds", [])]
             options.update(env=env, ro_binds=binds, uid=UID)
-        self.sandbox = Sandbox.create(self.isolation, self.sandbox_base, **options)
+        self.sandbox = Sandbox.create(self.isolation, self.sandbox_base, limits=self.limits, **options)
         if self.isolation.isolated:
-            self.sandbox.path("/tmp/runtime-user").mkdir(mode=0o700, exist_ok=True)
+            self.sandbox.mkdir("/tmp/runtime-user", 0o700)
+        for source, target in files:
+            self.sandbox.place(source, target)
         return self.sandbox
 
     def _close_sandbox(self) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,16 +78,7 @@ def install_verifier(sandbox: Sandbox, script: Path, app: str) -> str:
     """Copy the verifier to ``/home/user/verifiers/<app>.py`` (again before every grading, so an end
     state cannot bring its own); return that sandbox path."""
     target = f"{VERIFIER_DIR}/{app}.py"
-    folder = sandbox.path(VERIFIER_DIR)
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):  # planted: never write through it
-        folder.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
-    host = sandbox.path(target)
-    if host.is_symlink():
-        host.unlink()
-    elif host.is_dir():
-        shutil.rmtree(host)
-    sandbox.place(script, target)
+    sandbox.place(script, target)  # replaces a planted symlink or folder on the way, never follows one
     sandbox.localize(target)
     return target
 
@@ -117,6 +107,9 @@ def run_verifier(sandbox: Sandbox, verifier: str, command: str, timeout: float) 
     if done.timed_out:
         why = f"Command timed out after {timeout:g}s"
         return VerifierReply(command, {"error": why}, f"timed out after {timeout:g} s (killed)")
+    if done.output_over:
+        why = f"output over {done.output_over} MB"
+        return VerifierReply(command, {"error": why}, f"{why} (killed)")
     try:
         if len(done.stdout) > MAX_OUTPUT_CHARS:
             raise ValueError(f"more than {MAX_OUTPUT_CHARS} characters of output")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -55,23 +54,6 @@ LAUNCHERS: dict[str, tuple[str, ...]] = {
     "brave": ("brave-browser",),
     "vscode": ("code",),
 }
-
-
-def read_no_follow(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file, refusing a symlink and anything over ``limit`` bytes."""
-    from ...benchmark import InfrastructureError
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise InfrastructureError(f"screenshot {path.name} cannot be read: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise InfrastructureError(f"screenshot {path.name} is not a regular file")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise InfrastructureError(f"screenshot {path.name} is larger than {limit} bytes")
-    return data
 
 
 class UnsupportedAction(ValueError):
@@ -112,19 +94,21 @@ def unavailable(app: str, *, environ: Mapping[str, str] | None = None, search_pa
 
 
 def sandbox_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``env`` and ``ro_binds`` that give a sandbox the X display."""
+    """``env``, ``ro_binds`` and ``files`` (host file, sandbox path: copied in) that give a sandbox
+    the X display. The X cookie is copied, not bound: the sandbox's user could not read a host
+    file only its owner may read, and the copy is the sandbox's own."""
     environ = os.environ if environ is None else environ
     number, _ = display_socket(environ)
     if number is None:
         return {}
     socket = str(X11_DIR / f"X{number}")
     env = {"DISPLAY": f":{number}"}
-    binds = [(socket, socket)]
+    options: dict[str, Any] = {"env": env, "ro_binds": [(socket, socket)]}
     auth = environ.get("XAUTHORITY")
     if auth and Path(auth).is_file():
-        binds.append((auth, "/tmp/.Xauthority"))
+        options["files"] = [(auth, "/tmp/.Xauthority")]
         env["XAUTHORITY"] = "/tmp/.Xauthority"
-    return {"env": env, "ro_binds": binds}
+    return options
 
 
 def _xy(action: Action, screen: tuple[int, int]) -> str:
@@ -195,9 +179,7 @@ class Desktop:
         """A screenshot, taken as OpenComputer's Docker backend takes it (``scrot --pointer``; with
         pyautogui where scrot is missing). The file is read without following a symlink the
         sandbox could have put in its place."""
-        host = sandbox.path(SCREENSHOT)
-        if host.is_symlink() or host.exists():
-            host.unlink()
+        sandbox.remove(SCREENSHOT)
         if shutil.which("scrot", path=SCRSHOT_PATH) is not None:
             argv = ["scrot", "--pointer", SCREENSHOT]
         else:
@@ -207,7 +189,12 @@ class Desktop:
             from ...benchmark import InfrastructureError
 
             raise InfrastructureError(f"screenshot failed: {done.summary()}")
-        png = read_no_follow(host, MAX_SCREENSHOT_BYTES)
+        try:
+            png = sandbox.read(SCREENSHOT, MAX_SCREENSHOT_BYTES)
+        except OSError as exc:
+            from ...benchmark import InfrastructureError
+
+            raise InfrastructureError(f"screenshot {SCREENSHOT} cannot be read: {exc.strerror or exc}") from None
         return Observation(screenshot=png, app_name=self.app, viewport=self.screen)
 
     def act(self, sandbox: Sandbox, action: Action) -> None:

@@ -19,7 +19,6 @@ infrastructure error naming the file (the reference continues without it), and a
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +43,8 @@ def prepare(sandbox: Sandbox, task_dir: Path, task: dict[str, Any]) -> None:
         if source.is_file():
             sandbox.place(source, entry["sandbox_path"])
         else:
-            sandbox.path(entry["sandbox_path"]).parent.mkdir(parents=True, exist_ok=True)
+            parent = str(PurePosixPath(entry["sandbox_path"]).parent)
+            sandbox.mkdir(parent)
             missing.append(entry)
     if missing:
         create = env_dir / "create_env.py"
@@ -110,55 +110,16 @@ def _relative(line: str, where: Path) -> PurePosixPath:
     return rel
 
 
-def _real_dir(home: Path, rel_parts: tuple[str, ...]) -> Path | None:
-    """``home/<parts>`` when every component is a real folder (no symlink), else None."""
-    here = home
-    for part in rel_parts:
-        here = here / part
-        if here.is_symlink() or not here.is_dir():
-            return None
-    return here
+def _copy_over(source: Path, sandbox: Sandbox) -> None:
+    """Lay ``source``'s tree over the sandbox's home without following any symlink, neither one
+    already in the home (setup scripts ran there and could have planted one pointing out of the
+    sandbox: it is replaced) nor one in ``source`` (copied as a symlink, never read)."""
+    from ...infra import safefs
 
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or not path.is_dir():
-        path.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(path)
-
-
-def _copy_over(source: Path, home: Path) -> None:
-    """Copy ``source``'s tree onto ``home`` without following any symlink already in ``home``
-    (setup scripts ran there and could have planted one pointing out of the sandbox): a symlink
-    where the end state has a folder or file is replaced. Symlinks of the end state are copied as
-    symlinks."""
-    for root, dirs, files in os.walk(source):
-        rel = Path(root).relative_to(source)
-        target_dir = home / rel
-        if target_dir.is_symlink() or (target_dir.exists() and not target_dir.is_dir()):
-            target_dir.unlink()
-        target_dir.mkdir(exist_ok=True)
-        for name in list(dirs):
-            if (Path(root) / name).is_symlink():  # os.walk lists links to folders as folders
-                dirs.remove(name)
-                files.append(name)
-        for name in files:
-            if rel == Path(".") and name in (DELETED, SNAPSHOT_MARKER):
-                continue
-            src, dst = Path(root) / name, target_dir / name
-            if dst.is_symlink() or dst.is_file():
-                dst.unlink()
-            elif dst.is_dir():
-                shutil.rmtree(dst)
-            if src.is_symlink():
-                os.symlink(os.readlink(src), dst)
-            else:
-                shutil.copy2(src, dst, follow_symlinks=False)
-
-
-def _empty(home: Path) -> None:
-    for entry in list(home.iterdir()):
-        _remove(entry)
+    try:
+        safefs.copy_tree(source, sandbox.home, skip=(DELETED, SNAPSHOT_MARKER), owner=sandbox.owner)
+    except OSError as exc:
+        raise EndStateError(f"{source}: cannot be laid over {HOME}: {exc}") from None
 
 
 def _extract(tar_path: Path, home: Path) -> None:
@@ -192,6 +153,8 @@ def _extract(tar_path: Path, home: Path) -> None:
 def deleted_paths(folder: Path) -> list[PurePosixPath]:
     """The paths ``folder/.deleted`` lists (blank lines and ``#`` comments skipped)."""
     listing = folder / DELETED
+    if listing.is_symlink():
+        raise EndStateError(f"{listing}: a symlink, not the end state's own list")
     if not listing.is_file():
         return []
     if listing.stat().st_size > MAX_DELETED_BYTES:
@@ -208,25 +171,37 @@ def lay_end_state(sandbox: Sandbox, end_state: Path) -> list[str]:
     * a folder holding ``.snapshot``, or ``<id>.tar[.gz]``: the whole home after the agent's work;
       anything of the start state not in it is gone.
 
-    Nothing is written through a symlink found in the sandbox. ``EndStateError`` for a bad end state."""
-    home = sandbox.path(HOME)
+    Nothing is written, read or removed through a symlink found in the sandbox, and symlinks
+    inside the end state are copied as symlinks, never read. ``end_state`` itself may be a
+    symlink (a folder of end states linking to the runs that made them): it is resolved once and
+    read from there. ``EndStateError`` for a bad end state."""
+    from ...infra import safefs
+
+    end_state = end_state.resolve()
+    home = sandbox.home
     if end_state.is_file():
-        _empty(home)
+        safefs.empty_dir(home)
         _extract(end_state, home)
+        _own(sandbox)
         return []
     if (end_state / SNAPSHOT_MARKER).exists():
-        _empty(home)
-        _copy_over(end_state, home)
+        safefs.empty_dir(home)
+        _copy_over(end_state, sandbox)
         return []
     removals = deleted_paths(end_state)
-    _copy_over(end_state, home)
+    _copy_over(end_state, sandbox)
     removed = []
     for rel in removals:
-        parent = _real_dir(home, rel.parts[:-1])
-        if parent is None:
-            continue
-        target = parent / rel.parts[-1]
-        if target.is_symlink() or target.exists():
-            _remove(target)
+        if sandbox.remove(f"{HOME}/{rel}"):
             removed.append(str(rel))
     return removed
+
+
+def _own(sandbox: Sandbox) -> None:
+    """Give what a tar snapshot extracted to the sandbox's user (the host wrote it as root)."""
+    if sandbox.owner is None:
+        return
+    uid, gid = sandbox.owner
+    for root, dirs, files in os.walk(sandbox.home):  # os.walk does not descend into symlinks
+        for name in [*dirs, *files]:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)

@@ -96,6 +96,8 @@ class Harness:
         done = sandbox.run(argv, timeout=timeout, input=payload, ro_binds=self.binds(task_dir, task["app"]))
         if done.timed_out:
             raise HarnessError(f"OpenComputer's harness ({phase}) timed out after {timeout:g} s and was killed")
+        if done.output_over:
+            raise HarnessError(f"OpenComputer's harness ({phase}): output over {done.output_over} MB, killed")
         if len(done.stdout) > MAX_ANSWER_BYTES:
             raise HarnessError(f"OpenComputer's harness ({phase}) answered more than {MAX_ANSWER_BYTES} bytes")
         try:

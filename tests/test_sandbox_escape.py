@@ -1,0 +1,439 @@
+"""Hostile sandboxes: what code inside a sandbox plants, and what an end state holds, cannot make
+the pytest process write outside the sandbox's folder; the sandbox exposes only what checkers need
+and bounds what a command may use.
+
+Every escape probe works the same way: a host folder ``outside/`` with a canary file sits next to
+the sandbox; code in the sandbox plants symlinks (pointing at the canary or at ``outside/``)
+where the host will write next, statically or racing from a background process; after the host's
+write the canary's content and mtime and ``outside/``'s listing must be unchanged. Needs a working
+bubblewrap (skipped without it, failing under CI).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import browser_unavailable
+
+from pytest_agentbench.infra.sandbox import Isolation, Sandbox, probe_bwrap
+
+VERIFIERS = Path(__file__).parent / "data" / "opencomputer" / "verifiers"
+NOTES_VERIFIER = VERIFIERS / "notes" / "notes.py"
+CANARY_TEXT = "canary: the host's own content\n"
+
+
+@pytest.fixture(scope="module")
+def bwrap() -> Isolation:
+    path, reason = probe_bwrap()
+    if path is None:
+        browser_unavailable(f"escape tests need a working bubblewrap: {reason}")
+    return Isolation("bwrap", path)
+
+
+class Outside:
+    """A host folder beside the sandbox, with a canary whose content and mtime must not change."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir()
+        self.canary = folder / "canary.txt"
+        self.canary.write_text(CANARY_TEXT)
+        past = time.time() - 3600
+        os.utime(self.canary, (past, past))
+        self.stamp = self.canary.stat().st_mtime_ns
+        os.chmod(folder, 0o777)  # so the sandbox's uid could write there if it ever saw it
+        os.chmod(self.canary, 0o666)
+
+    def assert_untouched(self) -> None:
+        assert sorted(p.name for p in self.folder.iterdir()) == ["canary.txt"], "a file appeared outside"
+        assert not self.canary.is_symlink()
+        assert self.canary.read_text() == CANARY_TEXT, "the canary was overwritten"
+        assert self.canary.stat().st_mtime_ns == self.stamp, "the canary was written"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Outside:
+    return Outside(tmp_path / "outside")
+
+
+@pytest.fixture
+def box(bwrap: Isolation, tmp_path: Path):
+    with Sandbox(tmp_path / "box", bwrap) as sandbox:
+        yield sandbox
+
+
+def plant(box: Sandbox, script: str) -> None:
+    done = box.run(["sh", "-c", script], timeout=30)
+    assert done.ok, done.stderr
+
+
+def racer(box: Sandbox, script: str) -> None:
+    """A background process in the sandbox that keeps re-planting (as a desktop app started with
+    ``bash -l`` could, from a ~/.profile a setup script wrote)."""
+    box.spawn(["sh", "-c", f"while :; do {script}; done"])
+    time.sleep(0.3)
+
+
+# -- writes through links planted by a command ----------------------------------------------------------
+def test_placing_a_file_where_a_command_planted_a_symlink_replaces_the_link(box: Sandbox, outside: Outside,
+                                                                          tmp_path: Path):
+    source = tmp_path / "create_env.py"
+    source.write_text("print('made')\n")
+    plant(box, f"ln -s {outside.canary} /tmp/create_env.py")
+    box.place(source, "/tmp/create_env.py")
+    outside.assert_untouched()
+    assert box.run(["cat", "/tmp/create_env.py"], timeout=30).stdout == "print('made')\n"
+
+
+def test_placing_under_a_folder_a_command_made_a_symlink_writes_in_the_sandbox(box: Sandbox, outside: Outside,
+                                                                             tmp_path: Path):
+    source = tmp_path / "report.txt"
+    source.write_text("chosen content\n")
+    plant(box, f"ln -s {outside.folder} /home/user/Documents")
+    box.place(source, "/home/user/Documents/report.txt")
+    outside.assert_untouched()
+    assert box.run(["cat", "/home/user/Documents/report.txt"], timeout=30).stdout == "chosen content\n"
+
+
+def test_writing_through_a_planted_symlink_replaces_the_link(box: Sandbox, outside: Outside):
+    plant(box, f"mkdir -p /home/user/a && ln -s {outside.canary} /home/user/a/b.txt")
+    box.write("/home/user/a/b.txt", "mine\n")
+    outside.assert_untouched()
+
+
+# -- the verifier's copy ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("planted", ["ln -s {folder} /home/user/verifiers",
+                                     "mkdir -p /home/user/verifiers && ln -s {canary} /home/user/verifiers/notes.py"])
+def test_installing_the_verifier_never_follows_a_planted_link(box: Sandbox, outside: Outside, planted: str):
+    from pytest_agentbench.benches.opencomputer.checks import install_verifier
+
+    plant(box, planted.format(folder=outside.folder, canary=outside.canary))
+    target = install_verifier(box, NOTES_VERIFIER, "notes")
+    outside.assert_untouched()
+    assert box.run(["cat", target], timeout=30).stdout == NOTES_VERIFIER.read_text()
+
+
+def test_installing_the_verifier_while_a_sandboxed_process_keeps_swapping_in_links(box: Sandbox, outside: Outside):
+    from pytest_agentbench.benches.opencomputer.checks import install_verifier
+
+    racer(box, f"mkdir -p /home/user/verifiers 2>/dev/null; ln -sfn {outside.canary} /home/user/verifiers/notes.py "
+               f"2>/dev/null; rm -rf /home/user/verifiers 2>/dev/null; ln -sfn {outside.folder} /home/user/verifiers "
+               "2>/dev/null; rm -f /home/user/verifiers 2>/dev/null")
+    for _ in range(300):
+        try:
+            install_verifier(box, NOTES_VERIFIER, "notes")
+        except OSError:
+            pass  # the race may make one copy fail; what matters is where it wrote
+    outside.assert_untouched()
+
+
+# -- end states ------------------------------------------------------------------------------------------------
+def _overlay(tmp_path: Path, files: dict[str, str]) -> Path:
+    folder = tmp_path / "end"
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.mark.parametrize("planted", ["mkdir -p /home/user/notes && ln -s {canary} /home/user/notes/todo.txt",
+                                     "ln -s {folder} /home/user/notes"])
+def test_an_overlay_over_planted_links_writes_in_the_sandbox(box: Sandbox, outside: Outside, tmp_path: Path,
+                                                             planted: str):
+    from pytest_agentbench.benches.opencomputer.environment import lay_end_state
+
+    plant(box, planted.format(folder=outside.folder, canary=outside.canary))
+    lay_end_state(box, _overlay(tmp_path, {"notes/todo.txt": "agent's text\n", "notes/canary.txt": "x\n"}))
+    outside.assert_untouched()
+    assert box.run(["cat", "/home/user/notes/todo.txt"], timeout=30).stdout == "agent's text\n"
+
+
+def test_an_overlay_while_a_sandboxed_process_keeps_swapping_folders_for_links(box: Sandbox, outside: Outside,
+                                                                             tmp_path: Path):
+    from pytest_agentbench.benches.opencomputer.environment import (
+        EndStateError,
+        lay_end_state,
+    )
+
+    files = {f"d{i}/canary.txt": "chosen\n" for i in range(20)}
+    files.update({f"d{i}/sub/new{i}.txt": "chosen\n" for i in range(20)})
+    end = _overlay(tmp_path, files)
+    swap = "; ".join(f"rm -rf /home/user/d{i} 2>/dev/null; ln -sfn {outside.folder} /home/user/d{i} 2>/dev/null"
+                     for i in range(20))
+    racer(box, swap)
+    for _ in range(30):
+        try:
+            lay_end_state(box, end)
+        except (OSError, EndStateError):
+            pass
+    outside.assert_untouched()
+
+
+def test_an_end_state_with_links_to_host_paths_copies_them_as_links_and_deletes_nothing_through_them(
+        box: Sandbox, outside: Outside, tmp_path: Path):
+    from pytest_agentbench.benches.opencomputer.environment import lay_end_state
+
+    end = _overlay(tmp_path, {".deleted": "escape/canary.txt\nfile-link\n"})
+    (end / "escape").symlink_to(outside.folder)
+    (end / "file-link").symlink_to(outside.canary)
+    (end / "read-link").symlink_to(outside.canary)
+    removed = lay_end_state(box, end)
+    outside.assert_untouched()
+    assert removed == ["file-link"]  # the link itself, inside the sandbox
+    assert os.readlink(box.home / "read-link") == str(outside.canary)  # a link, not the host file's bytes
+
+
+def test_an_end_state_given_as_a_symlink_is_read_from_its_target(box: Sandbox, outside: Outside, tmp_path: Path):
+    from pytest_agentbench.benches.opencomputer.environment import lay_end_state
+
+    real = _overlay(tmp_path, {"notes/todo.txt": "done\n"})
+    link = tmp_path / "end-link"
+    link.symlink_to(real)
+    lay_end_state(box, link)
+    outside.assert_untouched()
+    assert (box.home / "notes" / "todo.txt").read_text() == "done\n"
+
+
+def test_a_tar_snapshot_cannot_extract_through_a_link_it_or_the_sandbox_holds(box: Sandbox, outside: Outside,
+                                                                            tmp_path: Path):
+    from pytest_agentbench.benches.opencomputer.environment import (
+        EndStateError,
+        lay_end_state,
+    )
+
+    tar_path = tmp_path / "snap.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        link = tarfile.TarInfo("escape")
+        link.type, link.linkname = tarfile.SYMTYPE, str(outside.folder)
+        tar.addfile(link)
+        data = b"chosen\n"
+        member = tarfile.TarInfo("escape/new.txt")
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+    with pytest.raises(EndStateError):
+        lay_end_state(box, tar_path)
+    outside.assert_untouched()
+
+
+def test_the_screenshot_path_is_removed_and_read_without_following_a_planted_link(box: Sandbox, outside: Outside):
+    from pytest_agentbench.benches.opencomputer.desktop import SCREENSHOT
+
+    plant(box, f"ln -s {outside.canary} {SCREENSHOT}")
+    assert box.remove(SCREENSHOT)
+    plant(box, f"ln -s {outside.canary} {SCREENSHOT}")
+    with pytest.raises(OSError):
+        box.read(SCREENSHOT, 1 << 20)  # a symlink: refused, not the canary's bytes
+    outside.assert_untouched()
+
+
+def test_a_setup_script_planting_links_everywhere_the_harness_writes_next(run, pytester: pytest.Pytester):
+    """End to end, the built-in checker: setup plants links at the verifier folder and at the
+    file the end state overlays; the item grades in the sandbox and nothing outside changes."""
+    canary = Outside(pytester.path / "outside")
+    folder = pytester.path / "tasks" / "notes_hostile"
+    (folder / "env").mkdir(parents=True)
+    (folder / "env" / "todo.txt").write_text("buy milk\n")
+    (folder / "env" / "setup_plant.sh").write_text(textwrap.dedent(f"""\
+        rm -rf /home/user/verifiers; ln -s {canary.folder} /home/user/verifiers
+        rm -f /home/user/notes/todo.txt; ln -s {canary.canary} /home/user/notes/todo.txt
+        ln -s {canary.canary} /tmp/agentbench-screen.png
+        """))
+    checks = [{"command": "check-line /home/user/notes/todo.txt 1 'buy oat milk'", "key": "match", "expected": True}]
+    task = {"id": "notes_hostile", "app": "notes", "task": "Edit.", "verification": checks,
+            "env": {"files": [{"filename": "todo.txt", "sandbox_path": "/home/user/notes/todo.txt"},
+                              {"filename": "setup_plant.sh", "sandbox_path": "/home/user/setup_plant.sh"}]}}
+    (folder / "task.json").write_text(json.dumps(task))
+    (pytester.path / "end" / "notes_hostile" / "notes").mkdir(parents=True)
+    (pytester.path / "end" / "notes_hostile" / "notes" / "todo.txt").write_text("buy oat milk\n")
+    result = run("--bench=opencomputer", "--opencomputer-tasks", str(pytester.path / "tasks"),
+                 "--opencomputer-verifiers", str(VERIFIERS), "--opencomputer-end-state", str(pytester.path / "end"),
+                 "--sandbox-isolation", "bwrap")
+    result.assert_outcomes(passed=1)
+    canary.assert_untouched()
+
+
+# -- what the sandbox exposes --------------------------------------------------------------------------------
+def test_commands_run_as_uid_1000_with_no_root_secrets_in_sight(box: Sandbox):
+    script = ("id -u; id -g; cat /etc/shadow; cat /etc/gshadow; cat /etc/ssh/ssh_host_*_key; "
+              "ls /etc/ssh; grep -c . /etc/passwd; getent passwd user")
+    done = box.run(["sh", "-c", script], timeout=30)
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["1000", "1000"]
+    assert "PRIVATE KEY" not in done.stdout and "root:" not in done.stdout.split("\n", 2)[2].split("user:x")[0]
+    assert "No such file or directory" in done.stderr  # /etc/shadow and /etc/ssh are not there at all
+    assert lines[-2:] == ["3", "user:x:1000:1000:user:/home/user:/bin/bash"]
+
+
+def test_a_root_owned_file_bound_in_stays_unreadable(bwrap: Isolation, tmp_path: Path):
+    """Even a secret bound in by mistake: the uid is dropped on the host too, not only renamed."""
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret")
+    os.chmod(secret, 0o600)
+    with Sandbox(tmp_path / "box", bwrap, ro_binds=[(str(secret), "/opt/secret")]) as box:
+        done = box.run(["sh", "-c", "cat /opt/secret; echo status=$?"], timeout=30)
+    assert "s3cret" not in done.stdout
+    if os.geteuid() == 0:
+        assert "Permission denied" in done.stderr
+
+
+def test_the_systems_libraries_certificates_and_python_still_work(box: Sandbox):
+    code = ("import ssl, json, sqlite3, locale, time; ssl.create_default_context(); "
+            "print(time.tzname[0] != '', bool(ssl.get_default_verify_paths().cafile "
+            "or ssl.get_default_verify_paths().capath))")
+    done = box.run(["python3", "-c", code], timeout=60)
+    assert done.ok, done.stderr
+    login = box.run(["bash", "-lc", "echo $HOME $(whoami)"], timeout=30)
+    assert login.stdout.strip() == "/home/user user", login.stderr
+
+
+# -- limits ------------------------------------------------------------------------------------------------------
+#: The process limit counts every process of the sandbox's uid on the host, all sandboxes together:
+#: the fork bombs run as a uid of their own so they cannot starve the tests running beside them.
+BOMB_UID = 1999
+
+
+@pytest.fixture
+def bomb_box(bwrap: Isolation, tmp_path: Path):
+    with Sandbox(tmp_path / "box", bwrap, uid=BOMB_UID) as sandbox:
+        yield sandbox
+
+
+def test_a_3_gb_allocation_fails(box: Sandbox):
+    done = box.run(["python3", "-c", "a = bytearray(3 << 30); print('allocated')"], timeout=60)
+    assert "allocated" not in done.stdout
+    assert "MemoryError" in done.stderr
+
+
+def test_a_fork_bomb_hits_the_process_limit(bomb_box: Sandbox):
+    box = bomb_box
+    done = box.run(["bash", "-c", "for i in $(seq 1000); do sleep 5 & done; echo all-started"], timeout=60)
+    assert "all-started" not in done.stdout
+    assert "fork: retry: Resource temporarily unavailable" in done.stderr
+    counted = box.run(["python3", "-c", FORKS], timeout=60)
+    assert counted.ok, counted.stderr
+    forked = int(counted.stdout.split()[1])
+    assert 100 < forked < 256, counted.stdout
+
+
+FORKS = """
+import os, time
+n = 0
+try:
+    while n < 1000:
+        if os.fork() == 0:
+            time.sleep(3)
+            os._exit(0)
+        n += 1
+except OSError as exc:
+    print("forked", n, exc.errno)
+else:
+    print("forked", n)
+"""
+
+
+def test_a_command_printing_300_mb_is_killed_and_pytest_stays_small(bwrap: Isolation, tmp_path: Path):
+    code = textwrap.dedent(f"""\
+        import json
+        from pytest_agentbench.infra.sandbox import Isolation, Sandbox
+
+        def hwm():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+
+        before = hwm()
+        with Sandbox({str(tmp_path / "box")!r}, Isolation("bwrap", {bwrap.bwrap!r})) as box:
+            done = box.run(["sh", "-c", "head -c 300000000 /dev/zero | tr '\\\\0' x"], timeout=120)
+        print(json.dumps({{"before": before, "after": hwm(), "out": len(done.stdout), "over": done.output_over,
+                          "summary": done.summary(), "ok": done.ok}}))
+        """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this run's package
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert facts["over"] == 16 and not facts["ok"] and facts["out"] <= 16 << 20
+    assert facts["summary"] == "printed output over 16 MB and was killed"
+    assert facts["after"] - facts["before"] < 120 * 1024, facts  # KiB: well under the 300 MB printed
+
+
+def test_a_verifier_printing_without_end_gets_a_clear_error_reply(box: Sandbox):
+    from pytest_agentbench.benches.opencomputer.checks import run_verifier
+
+    box.write("/home/user/verifiers/loud.py", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n")
+    reply = run_verifier(box, "/home/user/verifiers/loud.py", "check", timeout=60)
+    assert reply.data == {"error": "output over 16 MB"}
+    assert reply.error == "output over 16 MB (killed)"
+
+
+def test_limits_are_options_with_ini_keys_and_bad_values_are_usage_errors(run, pytester: pytest.Pytester):
+    pytester.makepyfile(test_limits="""
+        def test_limits(sandbox):
+            done = sandbox.run(["bash", "-c", "ulimit -v; ulimit -u"], timeout=30)
+            print("LIMITS", done.stdout.split())
+    """)
+    pytester.makeini("[pytest]\nagentbench_sandbox_max_procs = 300\n")
+    result = run("-s", "--sandbox-isolation", "bwrap", "--sandbox-memory-mb", "1024")
+    result.assert_outcomes(passed=1)
+    line = next(text for text in result.outlines if "LIMITS" in text)
+    memory, procs = ast.literal_eval(line.split("LIMITS", 1)[1].strip())
+    assert int(memory) == 1024 * 1024  # KiB
+    assert int(procs) >= 300
+    for args, message in ((("--sandbox-memory-mb", "lots"), "--sandbox-memory-mb must be a whole number of MB"),
+                          (("--sandbox-output-mb", "-3"), "--sandbox-output-mb must be 0 (no limit) or 1 to"),
+                          (("--sandbox-max-procs", "2"), "--sandbox-max-procs must be 0 (no limit) or 8 to")):
+        bad = run(*args)
+        assert bad.ret == pytest.ExitCode.USAGE_ERROR
+        assert message in bad.stderr.str()
+    pytester.makeini("[pytest]\nagentbench_sandbox_output_mb = big\n")
+    bad = run()
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--sandbox-output-mb must be a whole number of MB" in bad.stderr.str()
+
+
+def test_the_sandbox_fixture_runs_as_uid_1000(run, pytester: pytest.Pytester):
+    pytester.makepyfile(test_uid="""
+        def test_uid(sandbox):
+            assert sandbox.run(["id", "-u"], timeout=30).stdout.strip() == "1000"
+    """)
+    run("--sandbox-isolation", "bwrap").assert_outcomes(passed=1)
+
+
+def test_checks_reading_host_secrets_put_none_of_them_in_results_jsonl(run, pytester: pytest.Pytester):
+    """A check's reply (``result``, ``actual``) is recorded; one that reads ``/etc/shadow`` or an
+    SSH host key must find nothing to record."""
+    secrets = [Path("/etc/shadow"), *sorted(Path("/etc/ssh").glob("ssh_host_*_key"))]
+    firsts = []
+    for path in secrets:
+        try:
+            firsts.append(path.read_text().splitlines()[0])
+        except (OSError, IndexError):
+            continue
+    if not firsts:
+        pytest.skip("this host has no readable /etc/shadow or SSH host key to compare against")
+    checks = [{"command": f"check-line {path} 1 x", "key": "match", "expected": True} for path in secrets]
+    checks.append({"command": "check-line /etc/shadow 1 x", "eval": "'root:' in str(result.get('actual'))"})
+    folder = pytester.path / "tasks" / "notes_secrets"
+    folder.mkdir(parents=True)
+    (folder / "task.json").write_text(json.dumps({"id": "notes_secrets", "app": "notes", "task": "Read.",
+                                                   "env": {"files": []}, "verification": checks}))
+    (pytester.path / "end" / "notes_secrets").mkdir(parents=True)
+    run("--bench=opencomputer", "--opencomputer-tasks", str(pytester.path / "tasks"),
+        "--opencomputer-verifiers", str(VERIFIERS), "--opencomputer-end-state", str(pytester.path / "end"),
+        "--sandbox-isolation", "bwrap").assert_outcomes(failed=1)
+    [results_file] = (pytester.path / "benchmark_results").glob("*/results.jsonl")
+    text = results_file.read_text()
+    assert "notes_secrets" in text
+    for first in firsts:
+        assert first not in text and json.dumps(first)[1:-1] not in text
+    assert "PRIVATE KEY" not in text
