@@ -534,8 +534,9 @@ class Sandbox:
         self.closed = True
         for proc in self._background:
             if proc.poll() is None:
-                _kill_tree(proc)
+                inits = _kill_tree(proc)
                 proc.wait()
+                _wait_gone(inits)
         self._background.clear()
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -664,9 +665,10 @@ def _collect(proc: subprocess.Popen[bytes], data: bytes | None, timeout: float,
     finally:
         sel.close()
     if why is not None:
-        _kill_tree(proc)
+        inits = _kill_tree(proc)
         proc.wait()
         _wait_group_gone(proc.pid)
+        _wait_gone(inits)
     out = b"".join(chunks[out_fd])
     err = b"".join(chunks[err_fd])
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
@@ -698,12 +700,28 @@ def _wait_group_gone(pgid: int, seconds: float = 2.0) -> None:
         time.sleep(0.01)
 
 
-def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+def _wait_gone(pids: list[int], seconds: float = 5.0) -> None:
+    """Wait (briefly) until each of ``pids`` has exited and been reaped. A PID namespace's init is
+    reaped only after every process in its namespace is gone; the command runs in a session of its
+    own, so its processes are not in bubblewrap's group and ``_wait_group_gone`` cannot see them."""
+    deadline = time.monotonic() + seconds
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except (ProcessLookupError, PermissionError):
+                break
+            time.sleep(0.01)
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> list[int]:
     """SIGKILL the command's process group and, first, bubblewrap's children: the first is the
     init of the command's PID namespace, and the kernel kills everything in the namespace before
     that init is gone, so once bubblewrap is reaped nothing of the command is left (killing only
-    bubblewrap leaves the namespace to die a moment later, through its parent-death signal)."""
-    for child in _children(proc.pid):
+    bubblewrap leaves the namespace to die a moment later, through its parent-death signal).
+    Returns those children, for :func:`_wait_gone`."""
+    children = _children(proc.pid)
+    for child in children:
         try:
             os.kill(child, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -716,6 +734,7 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
     except ProcessLookupError:
         pass
+    return children
 
 
 # -- per pytest session: the isolation chosen once, the warning given once ---------------------------
