@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .options import _whole_number, setting
+
 if TYPE_CHECKING:
     from .record.runfolder import RunFolder
 
@@ -39,24 +41,17 @@ class TrialSettings:
     resume: Path | None = None
 
 
-def _setting(config: pytest.Config, dest: str, ini: str) -> str | None:
-    value = config.getoption(dest, None)
-    if value not in (None, ""):
-        return str(value)
-    raw = str(config.getini(ini)).strip()
-    return raw or None
-
 
 def _whole(text: str | None, flag: str, minimum: int, default: int) -> int:
+    """The option parser's whole-number rule, as a usage error (the value may come from an ini key)."""
+    import argparse
+
     if text is None:
         return default
     try:
-        value = int(text)
-    except ValueError:
-        raise pytest.UsageError(f"{flag} must be a whole number >= {minimum}, got {text!r}") from None
-    if value < minimum:
-        raise pytest.UsageError(f"{flag} must be >= {minimum}, got {value}")
-    return value
+        return int(_whole_number(flag, minimum)(text))
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _run_path(text: str | None, flag: str) -> Path | None:
@@ -75,9 +70,9 @@ def trial_settings(config: pytest.Config) -> TrialSettings:
     cached = config.stash.get(SETTINGS_KEY, None)
     if cached is not None:
         return cached
-    trials = _whole(_setting(config, "trials", "agentbench_trials"), "--trials", 1, 1)
-    seed = _whole(_setting(config, "trial_seed", "agentbench_trial_seed"), "--trial-seed", 0, 0)
-    alpha_text = _setting(config, "regression_alpha", "agentbench_regression_alpha")
+    trials = _whole(setting(config, "trials"), "--trials", 1, 1)
+    seed = _whole(setting(config, "trial_seed"), "--trial-seed", 0, 0)
+    alpha_text = setting(config, "regression_alpha")
     alpha = DEFAULT_ALPHA
     if alpha_text is not None:
         try:
@@ -87,7 +82,7 @@ def trial_settings(config: pytest.Config) -> TrialSettings:
         if not 0 < alpha < 1:
             raise pytest.UsageError(f"--regression-alpha must be a probability between 0 and 1 such as 0.05, got {alpha_text!r}")
     fail = bool(config.getoption("fail_on_regression", None) or config.getini("agentbench_fail_on_regression"))
-    compare = _run_path(_setting(config, "compare", "agentbench_compare"), "--compare")
+    compare = _run_path(setting(config, "compare"), "--compare")
     if fail and compare is None:
         raise pytest.UsageError("--fail-on-regression needs --compare RUN (the run to compare with)")
     resume_text = config.getoption("resume", None)

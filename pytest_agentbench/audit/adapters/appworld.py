@@ -53,8 +53,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -244,32 +242,16 @@ class AppWorldAdapter:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _spawn(self, cmd: str, argv: list[str]) -> tuple[int, str]:
+        from ...workers import WorkerTimeout, run_worker
+
         env = dict(os.environ, APPWORLD_ROOT=self.root)
         try:
-            proc = subprocess.Popen(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                    errors="replace", start_new_session=(os.name == "posix"))
+            return run_worker(argv, cwd=self.root, env=env, timeout=self.timeout)
         except OSError as exc:
             raise AppWorldWorkerError(f"AppWorld worker {cmd} could not start {self.python}: {exc}") from None
-        try:
-            _, stderr = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            self._kill(proc)
-            _, stderr = proc.communicate()
+        except WorkerTimeout as exc:
             raise AppWorldWorkerError(f"AppWorld worker {cmd} timed out after {self.timeout:g}s",
-                                      _tail(stderr or "")) from None
-        return proc.returncode, stderr or ""
-
-    @staticmethod
-    def _kill(proc: subprocess.Popen[str]) -> None:
-        """End the worker and anything it started (its own session), by its process id."""
-        try:
-            if os.name == "posix":
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:
-                proc.kill()
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
+                                      _tail(exc.stderr)) from None
 
     def _keep(self, cmd: str, label: str | None, out: str) -> None:
         if self.keep_evidence is None:

@@ -27,8 +27,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -173,36 +171,19 @@ class UpstreamEvaluator:
         return UpstreamResult(raw)
 
     def _spawn(self, argv: Sequence[str], cwd: str) -> str:
+        from ...workers import WorkerTimeout, run_worker
+
         env = dict(os.environ)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.pop("PYTHONPATH", None)  # upstream's folder goes first on sys.path, nothing of ours
         try:
-            proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                    errors="replace", start_new_session=True)
+            _, stderr = run_worker(argv, cwd=cwd, env=env, timeout=self.timeout)
         except OSError as exc:
             raise InfrastructureError(f"cannot start upstream's evaluator with {argv[0]}: {exc}") from exc
-        try:
-            _, stderr = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            self._kill(proc)
+        except WorkerTimeout:
             raise InfrastructureError(
                 f"upstream's evaluator did not finish within {self.timeout:g}s (--waa-evaluate-timeout)") from None
-        except BaseException:
-            self._kill(proc)
-            raise
-        return (stderr or "")[-20000:]
-
-    @staticmethod
-    def _kill(proc: subprocess.Popen[str]) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.communicate(timeout=5)
-        except (subprocess.TimeoutExpired, ValueError):
-            pass
+        return stderr[-20000:]
 
     # ------------------------------------------------------------------ the verdict
     def evaluate(self, task: dict[str, Any], last_action: str | None, server_url: str,
