@@ -323,7 +323,9 @@ def test_a_fork_bomb_hits_the_process_limit(bomb_box: Sandbox):
     counted = box.run(["python3", "-c", FORKS], timeout=60)
     assert counted.ok, counted.stderr
     forked = int(counted.stdout.split()[1])
-    assert 100 < forked < 256, counted.stdout
+    # At most the limit: the kernel counts the uid's processes at fork time, so whether the forking
+    # process itself and its dying predecessors still count makes the exact figure vary by one.
+    assert 100 < forked <= 256, counted.stdout
 
 
 FORKS = """
