@@ -1,0 +1,309 @@
+#!/usr/bin/env python
+"""The plugin's cost against bare pytest, row by row, as ratios measured in one run.
+
+Each row times the plugin doing some work (``ours``) and a reference doing the same amount of
+pytest work without it (``ref``), as whole processes, alternated ``ours, ref, ours, ref, ...``
+after one untimed warm-up pair, so a burst of load elsewhere hits both sides alike. The figure
+quoted is the **median of the paired ratios** ours/ref (wall clock; peak RSS for the memory row),
+next to both medians, the spread of the ratios and the goal.
+
+Rows (``--rows`` picks some; all by default):
+
+========== ============================================================= ==================
+row        ours / reference                                              goal
+========== ============================================================= ==================
+item       per mock item: (wall(2000) - wall(5)) / 1995, against the     <= 2.0x
+           same slope of bare parametrized items
+mock500    ``--bench=mock --tasks 500``, whole process (absolute)         < 1.0 s
+rss        peak RSS of 2,000 mock tasks against 2,000 bare items          <= 1.3x
+collect    ``--collect-only`` of 2,000 mock tasks against 2,000 bare      <= 1.2x
+waa        ``--collect-only`` of the 154 WAA tasks in tests/data/waa      <= 1.2x
+           against 154 bare items
+audit      the scaled audit adapter of benchmarks/audit.py, 200 tasks     <= 1.2x
+           (1,200 items), against 1,200 bare items with the same
+           failed/passed/skipped counts
+extradup   ``pytest --bench=extradup`` against the reference tool's       <= 1.0x
+           ``python -m openadapt_evals.extradup kill-scan`` (needs
+           ``--reference-python`` with openadapt-evals installed)
+trajectory 1,000 trajectory cases against 1,000 bare items failing in     <= 1.05x
+           the same proportion
+opencomp   ``--collect-only`` of a whole OpenComputer checkout            < 1.0 s
+           ($AGENTBENCH_OPENCOMPUTER_UPSTREAM) (absolute)
+inert      a 5-item bare file with the plugin installed but not asked     <= 1.03x
+           for, against ``-p no:agentbench``
+help       ``pytest --help`` likewise                                     <= 1.03x
+========== ============================================================= ==================
+
+Both sides run ``python -m pytest -q`` in fresh temporary directories holding an empty
+``pytest.ini`` (so the rootdir is there), with the same noise plugins disabled. Mock runs keep
+their default screenshot mode (only on failure; the mock agent passes, so neither side writes a
+screenshot) and write their whole run folder. The load average before and after is printed.
+
+    python benchmarks/goals.py [--repeat 5] [--rows item,collect] [--reference-python PY] [--json PATH] [--check]
+
+Exit status 0 unless a run ends other than expected or, with ``--check``, a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+NOISE = ["-p", "no:randomly", "-p", "no:benchmark", "-p", "no:hypothesispytest", "-p", "no:cacheprovider",
+         "-p", "no:sugar", "-p", "no:allure_pytest", "-p", "no:json-report", "-p", "no:timeout", "-p", "no:repeat"]
+
+BARE = """\
+import pytest
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_x(i):
+    assert i >= {failing}
+"""
+
+
+class RunFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class Side:
+    """One command of a row: argv after ``python -m pytest -q``, files to write, what it must end with."""
+
+    args: list[str]
+    files: dict[str, str] = field(default_factory=dict)
+    expect: str = ""  # a regex the last line of output must match
+    rc: tuple[int, ...] = (0,)
+    argv: list[str] | None = None  # a whole command instead of pytest
+
+
+@dataclass
+class Row:
+    name: str
+    what: str
+    goal: float
+    kind: str  # "ratio" (ours / ref <= goal), "absolute" (ours seconds < goal), "rss" (peak RSS ratio)
+    sides: Callable[[], tuple[Side, Side] | tuple[Side, Side, Side, Side]]
+    skip: str = ""
+
+
+def bare(n: int, failing: int = 0) -> dict[str, str]:
+    return {"test_bare.py": BARE.format(n=n, failing=failing)}
+
+
+def run(side: Side, env: dict[str, str]) -> dict[str, float]:
+    """One whole process in a fresh directory: wall seconds, cpu seconds and peak RSS (MiB)."""
+    workdir = Path(tempfile.mkdtemp(prefix="agentbench-goals-"))
+    try:
+        (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        for name, text in side.files.items():
+            (workdir / name).write_text(text, encoding="utf-8")
+        cmd = side.argv or [sys.executable, "-m", "pytest", "-q", *NOISE, *side.args]
+        out_path = workdir / ".out"
+        with open(out_path, "wb") as out:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        text = out_path.read_text(encoding="utf-8", errors="replace").strip()
+        last = text.splitlines()[-1] if text else ""
+        if proc.returncode not in side.rc or (side.expect and not re.search(side.expect, last)):
+            tail = "\n".join(text.splitlines()[-20:])
+            raise RunFailed(f"{' '.join(cmd)} exited {proc.returncode}, expected {side.rc} and "
+                            f"/{side.expect}/:\n{tail}")
+        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- rows ----------------------------------------------------------------------------------------
+def mock(n: int, *extra: str) -> Side:
+    return Side(["--bench=mock", f"--tasks={n}", *extra], expect=rf"\b{n} passed")
+
+
+def row_item() -> tuple[Side, Side, Side, Side]:
+    return mock(2000), Side([], bare(2000), r"\b2000 passed"), mock(5), Side([], bare(5), r"\b5 passed")
+
+
+def row_rss() -> tuple[Side, Side]:
+    return mock(2000), Side([], bare(2000), r"\b2000 passed")
+
+
+def row_mock500() -> tuple[Side, Side]:
+    return mock(500), Side([], bare(500), r"\b500 passed")
+
+
+def row_collect() -> tuple[Side, Side]:
+    return (Side(["--bench=mock", "--tasks=2000", "--collect-only"], expect=r"2000 tests? collected"),
+            Side(["--collect-only"], bare(2000), r"2000 tests? collected"))
+
+
+def waa_examples() -> Path:
+    return REPO / "tests" / "data" / "waa"
+
+
+def row_waa() -> tuple[Side, Side]:
+    n = sum(1 for _ in (waa_examples() / "examples").glob("*/*.json"))
+    return (Side(["--bench=waa", f"--waa-examples={waa_examples()}", "--collect-only"],
+                 expect=rf"{n} tests? collected"),
+            Side(["--collect-only"], bare(n), rf"{n} tests? collected"))
+
+
+def row_audit() -> tuple[Side, Side]:
+    import audit
+
+    tasks = 200
+    counts = audit.scaled_counts(tasks)
+    files = {"scaled_audit.py": audit.SCALED_ADAPTER.format(n=tasks, run_s=0.0), "conftest.py": audit.SCALED_CONFTEST}
+    items = sum(counts.values())
+    # The bare side fails, passes and skips as many items as the audit does.
+    bare_text = (f"import pytest\n\n\n@pytest.mark.parametrize('i', range({items}))\ndef test_x(i):\n"
+                 f"    if i < {counts.get('skipped', 0)}:\n        pytest.skip('no')\n"
+                 f"    assert i >= {counts.get('skipped', 0) + counts.get('failed', 0)}\n")
+    expect = r"\d+ failed"
+    return (Side(["--audit-verifier=scaled", "--limit", "0"], files, expect, rc=(1,)),
+            Side([], {"test_bare.py": bare_text}, expect, rc=(1,)))
+
+
+def row_extradup(reference: str | None) -> tuple[Side, Side]:
+    ref_cmd = [reference or sys.executable, "-m", "openadapt_evals.extradup", "kill-scan"]
+    return Side(["--bench=extradup"], rc=(0, 1)), Side([], argv=ref_cmd, rc=(0, 1))
+
+
+def row_trajectory() -> tuple[Side, Side]:
+    import trajectory_items
+
+    folder = Path(tempfile.mkdtemp(prefix="agentbench-goals-cases-"))
+    expected = trajectory_items.write_cases(folder / "cases", 1000)
+    failing = expected.get("failed", 0)
+    return (Side([str(folder / "cases")], expect=rf"\b{failing} failed", rc=(0, 1)),
+            Side([], bare(1000, failing), rf"\b{failing} failed", rc=(0, 1)))
+
+
+def row_opencomputer() -> tuple[Side, Side]:
+    checkout = os.environ.get("AGENTBENCH_OPENCOMPUTER_UPSTREAM", "")
+    return (Side(["--bench=opencomputer", f"--opencomputer-tasks={checkout}", "--collect-only"],
+                 expect=r"\d+ tests? collected"),
+            Side(["--collect-only"], bare(900), r"900 tests? collected"))
+
+
+def row_inert() -> tuple[Side, Side]:
+    return Side([], bare(5), r"\b5 passed"), Side(["-p", "no:agentbench"], bare(5), r"\b5 passed")
+
+
+def row_help() -> tuple[Side, Side]:
+    return Side(["--help"]), Side(["-p", "no:agentbench", "--help"])
+
+
+def rows(reference: str | None) -> list[Row]:
+    oc = os.environ.get("AGENTBENCH_OPENCOMPUTER_UPSTREAM", "")
+    ref_ok = subprocess.run([reference or sys.executable, "-c", "import openadapt_evals.extradup"],
+                            capture_output=True).returncode == 0
+    return [
+        Row("item", "per mock item vs bare item (slope 5..2000)", 2.0, "slope", row_item),
+        Row("mock500", "500 mock tasks, whole process (s)", 1.0, "absolute", row_mock500),
+        Row("rss", "peak RSS, 2,000 mock tasks vs 2,000 bare items", 1.3, "rss", row_rss),
+        Row("collect", "--collect-only 2,000 mock vs bare", 1.2, "ratio", row_collect),
+        Row("waa", "--collect-only 154 WAA tasks vs bare", 1.2, "ratio", row_waa),
+        Row("audit", "audit 200 tasks (1,200 items) vs bare items", 1.2, "ratio", row_audit),
+        Row("extradup", "--bench=extradup vs reference kill-scan", 1.0, "ratio",
+            lambda: row_extradup(reference),
+            skip="" if ref_ok else "openadapt-evals is not importable (give --reference-python PY of a venv "
+                                   "with `pip install openadapt-evals`)"),
+        Row("trajectory", "1,000 trajectory cases vs 1,000 bare failing items", 1.05, "ratio", row_trajectory),
+        Row("opencomp", "--collect-only of an OpenComputer checkout (s)", 1.0, "absolute", row_opencomputer,
+            skip="" if oc and Path(oc).is_dir() else "AGENTBENCH_OPENCOMPUTER_UPSTREAM is not a checkout"),
+        Row("inert", "plugin installed, not asked for, vs -p no:agentbench", 1.03, "ratio", row_inert),
+        Row("help", "pytest --help vs -p no:agentbench --help", 1.03, "ratio", row_help),
+    ]
+
+
+# -- measuring -----------------------------------------------------------------------------------
+def measure(row: Row, repeat: int, env: dict[str, str]) -> dict[str, Any]:
+    sides = row.sides()
+    for side in sides:  # warm-up: bytecode and page caches
+        run(side, env)
+    samples: list[list[dict[str, float]]] = [[] for _ in sides]
+    for _ in range(repeat):
+        for i, side in enumerate(sides):
+            samples[i].append(run(side, env))
+    wall = [[s["wall"] for s in side] for side in samples]
+    if row.kind == "slope":
+        big, bare_big, small, bare_small = wall
+        ratios = [(b - s) / (bb - bs) for b, bb, s, bs in zip(big, bare_big, small, bare_small) if bb > bs]
+        ours = (statistics.median(big) - statistics.median(small)) / 1995 * 1000
+        ref = (statistics.median(bare_big) - statistics.median(bare_small)) / 1995 * 1000
+        unit = "ms/item"
+    elif row.kind == "rss":
+        rss = [[s["rss_mib"] for s in side] for side in samples]
+        ratios = [a / b for a, b in zip(*rss)]
+        ours, ref, unit = statistics.median(rss[0]), statistics.median(rss[1]), "MiB"
+    else:
+        ratios = [a / b for a, b in zip(*wall)]
+        ours, ref, unit = statistics.median(wall[0]), statistics.median(wall[1]), "s"
+    ratio = statistics.median(ratios) if ratios else float("nan")
+    value = ours if row.kind == "absolute" else ratio
+    ok = value < row.goal if row.kind == "absolute" else value <= row.goal
+    return {"row": row.name, "what": row.what, "ours": ours, "ref": ref, "unit": unit, "ratio": ratio,
+            "ratio_min": min(ratios, default=float("nan")), "ratio_max": max(ratios, default=float("nan")),
+            "goal": row.goal, "kind": row.kind, "ok": ok, "samples": samples}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5, help="alternated runs per side (default 5)")
+    parser.add_argument("--rows", default="", help="comma-separated rows to run (default: all)")
+    parser.add_argument("--reference-python", default=None, metavar="PY",
+                        help="a Python with openadapt-evals installed, for the extradup row")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures and samples as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    args = parser.parse_args(argv)
+    wanted = {r for r in args.rows.split(",") if r}
+    table = rows(args.reference_python)
+    unknown = wanted - {r.name for r in table}
+    if unknown:
+        parser.error(f"unknown rows {sorted(unknown)}; choose from {[r.name for r in table]}")
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cpus; repeat {args.repeat}")
+    results, missed = [], 0
+    header = f"{'row':<11}{'ours':>10}{'ref':>10}  {'unit':<8}{'ratio':>7} {'(min-max)':<14}{'goal':>8}  verdict"
+    print(header)
+    for row in table:
+        if wanted and row.name not in wanted:
+            continue
+        if row.skip:
+            print(f"{row.name:<11}skipped: {row.skip}")
+            results.append({"row": row.name, "skipped": row.skip})
+            continue
+        res = measure(row, args.repeat, env)
+        results.append(res)
+        missed += not res["ok"]
+        goal = f"< {row.goal:g} s" if row.kind == "absolute" else f"<= {row.goal:g}x"
+        print(f"{row.name:<11}{res['ours']:>10.3f}{res['ref']:>10.3f}  {res['unit']:<8}{res['ratio']:>6.2f}x "
+              f"({res['ratio_min']:.2f}-{res['ratio_max']:.2f}){'':<3}{goal:>8}  {'met' if res['ok'] else 'MISSED'}"
+              f"   {row.what}", flush=True)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
