@@ -6,8 +6,8 @@ HTML with every value escaped and no script, written into B's folder as ``compar
 
 from __future__ import annotations
 
-import hashlib
 import base64
+import hashlib
 import html
 import os
 from pathlib import Path

@@ -69,7 +69,7 @@ def collect(run: Path) -> RunView:
     notes.extend(inside.notes())
     data = {
         "run": _run_facts(run, summary, records),
-        "metrics": _metrics_view(summary if _has_metrics(summary) else _compute(records)),
+        "metrics": _metrics_view(summary if _has_metrics(summary) else _compute(records), _tally(records)),
         "by_domain": _domain_rows(summary, records),
         "traj": where,
         "notes": notes,
@@ -267,9 +267,13 @@ def _run_facts(run: Path, summary: Mapping[str, Any], records: list[dict[str, An
         benchmarks = sorted({str(r.get("benchmark")) for r in records if r.get("benchmark")})
     agent = summary.get("agent") or next((r.get("agent") for r in records if r.get("agent")), "")
     model = summary.get("model_id")
+    # Who played, as the run recorded it (the name its folder got): the benchmarks' own players
+    # (MockMed's arms, OpenComputer's end states) when the --agent agent played nothing.
+    player = summary.get("player")
     return {
         "name": str(summary.get("run_name") or run.resolve().name),
         "agent": str(agent),
+        "player": str(player) if isinstance(player, str) and player and player != agent else None,
         "model": str(model) if model and model != agent else None,
         "benchmarks": [str(b) for b in benchmarks],
         "created_at": str(summary.get("created_at") or "") or None,
@@ -283,18 +287,16 @@ def _has_metrics(summary: Mapping[str, Any]) -> bool:
     return isinstance(summary.get("num_attempts"), int)
 
 
-def _metrics_view(source: Mapping[str, Any]) -> dict[str, Any]:
-    """The terminal's "Evaluation Results" numbers, formatted exactly as the terminal does."""
+def _metrics_view(source: Mapping[str, Any], tally: Mapping[str, int]) -> dict[str, Any]:
+    """The terminal's "Evaluation Results" numbers, formatted exactly as the terminal does, with
+    failures and errors counted as pytest counts them (``tally``)."""
     rate, score = _float(source.get("success_rate")), _float(source.get("avg_score"))
     cost = _float(source.get("total_cost_usd")) or 0.0
     return {
         "attempts": _int(source.get("num_attempts"), 0),
         "outcomes": _int(source.get("num_outcome_tasks"), 0),
-        "errors": _int(source.get("error_count"), 0),
+        **tally,
         "success_count": _int(source.get("success_count"), 0),
-        "infrastructure": _int(source.get("num_infrastructure_failures"), 0),
-        "evaluation": _int(source.get("num_evaluation_failures"), 0),
-        "agent": _int(source.get("num_agent_failures"), 0),
         "not_evaluated": _int(source.get("num_not_evaluated"), 0),
         "rate": rate,
         "success_rate": m.format_rate(rate),
@@ -309,8 +311,45 @@ def _domain_rows(summary: Mapping[str, Any], records: list[dict[str, Any]]) -> l
     domains = summary.get("by_domain") if _has_metrics(summary) else None
     if not isinstance(domains, dict):
         domains = m.by_domain(_attempts(records))
-    return [{"domain": str(name), **_metrics_view(stats)}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(str(record.get("domain", "default")), []).append(record)
+    return [{"domain": str(name), **_metrics_view(stats, _tally(groups.get(str(name), [])))}
             for name, stats in sorted(domains.items()) if isinstance(stats, dict)]
+
+
+#: Error types that are not outcomes: pytest reports their items as errors, not failures.
+NOT_OUTCOMES = ("infrastructure", "evaluation")
+
+
+def status_of(record: Mapping[str, Any]) -> str:
+    """The item's pytest outcome as its record says it. A record without one (written before
+    records had a status) gets the outcome pytest gave it: an infrastructure or evaluation error
+    is an error, an agent error a failure (it is a scored outcome), no outcome a skip."""
+    status = record.get("status")
+    if isinstance(status, str) and status:
+        return status
+    if record.get("error_type") in NOT_OUTCOMES:
+        return "error"
+    if record.get("success") is True:
+        return "passed"
+    return "failed" if record.get("outcome", True) else "skipped"
+
+
+def _tally(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Failures and errors as pytest's terminal line counts them (its ``N failed, M errors``),
+    from each record's status, and what they were: an agent error is a failure, never an error.
+    (summary.json's ``error_count`` counts agent errors too, so it is not used for the page.)"""
+    out = {"failed": 0, "agent_failed": 0, "errors": 0, "infrastructure": 0, "evaluation": 0, "other_errors": 0}
+    for record in records:
+        status, kind = status_of(record), record.get("error_type")
+        if status == "failed":
+            out["failed"] += 1
+            out["agent_failed"] += kind == "agent"
+        elif status == "error":
+            out["errors"] += 1
+            out[kind if kind in NOT_OUTCOMES else "other_errors"] += 1
+    return out
 
 
 def _compute(records: list[dict[str, Any]]) -> dict[str, Any]:

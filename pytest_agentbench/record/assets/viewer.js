@@ -68,8 +68,30 @@
       traj: typeof where[0] === "number" ? where[0] : null, trajProblem: str(where[1]), trajectory: safeRel(where[2])
     };
   }
+  /* What the Reason column says: the error, else the first criterion the checker failed (its name
+     and what it found), else the checker's own reason. The full checker text stays in the title. */
+  function failingText(criteria) {
+    var failed = list(criteria).filter(function (c) { return c && typeof c === "object" && c.passed === false; });
+    if (!failed.length) return "";
+    var c = failed[0], name = str(c.name) || "(unnamed)", found = str(c.detail);
+    var expected = valueText(c.expected), actual = valueText(c.actual);
+    if (!found) found = [expected && "expected " + expected, actual && "got " + actual].filter(Boolean).join(", ");
+    return name + (found ? ": " + found : " failed") + (failed.length > 1 ? " (+" + (failed.length - 1) + " more failed)" : "");
+  }
+  function reasonOf(t) {
+    var won = t.status === "passed" || t.status === "xpassed";  /* a pass may miss a criterion or two */
+    return t.error || (won ? "" : failingText(t.criteria)) || t.reason;
+  }
+  function reasonTitle(t) {
+    var shown = reasonOf(t), full = t.error || t.reason;
+    return full && full !== shown ? shown + "\n\nchecker: " + full : shown;
+  }
   var MULTI_TRIAL = !!(DATA.statistics && DATA.statistics.trials !== "1" && DATA.statistics.trials !== "0");
-  var TASKS = list(JSON.parse($("run-results").textContent)).map(function (r, i) { return normalize(obj(r), i); });
+  var TASKS = list(JSON.parse($("run-results").textContent)).map(function (r, i) {
+    var t = normalize(obj(r), i);
+    t.why = reasonOf(t);
+    return t;
+  });
   function scoreText(t) { return t.outcome && t.score !== null ? t.score.toFixed(3) : "n/a"; }
   function badge(status) { return el("span", "badge s-" + (RANK.hasOwnProperty(status) ? status : "skipped"), status); }
   function anchor(t) { return t.benchmark + "/" + t.task_id; }
@@ -97,7 +119,9 @@
   function renderHeader() {
     var run = DATA.run;
     $("run-name").textContent = run.name;
-    var items = [["agent", run.agent], ["model", run.model], ["benchmarks", run.benchmarks.join(", ")],
+    /* The player the run recorded (a benchmark's own arms or end states) stands for the --agent agent,
+       which played nothing then. */
+    var items = [run.player ? ["player", run.player] : ["agent", run.agent], ["model", run.model], ["benchmarks", run.benchmarks.join(", ")],
                  ["started", run.created_at], ["took", run.elapsed], ["max steps", run.max_steps]];
     if (!run.finished) items.push(["state", "no summary.json (interrupted or still running)"]);
     items.forEach(function (item) {
@@ -115,17 +139,21 @@
     return box;
   }
   function renderMetrics() {
-    var m = DATA.metrics, errs = [];
+    /* Failed and Errors count what pytest's terminal line counts: an agent error is a failure. */
+    var m = DATA.metrics, errs = [], fails = [];
     if (m.infrastructure) errs.push(m.infrastructure + " infra");
     if (m.evaluation) errs.push(m.evaluation + " eval");
-    if (m.agent) errs.push(m.agent + " agent");
+    if (m.other_errors) errs.push(m.other_errors + " other");
+    if (m.agent_failed) fails.push(plural(m.agent_failed, "agent error"));
+    if (m.failed - m.agent_failed) fails.push((m.failed - m.agent_failed) + " by the checker");
     var box = $("metrics");
     add(box,
       card("Success rate", m.success_rate, m.success_count + " of " + m.outcomes + " passed \u00b7 outcomes only", "hero", m.rate),
       card("Avg score", m.avg_score, "outcomes only"),
       card("Attempts", m.attempts, "avg " + m.avg_time + " each"),
       card("Outcomes", m.outcomes, m.not_evaluated ? m.not_evaluated + " not evaluated" : "scored by the checker"),
-      card("Errors", m.errors, errs.length ? errs.join(" \u00b7 ") : "none"),
+      card("Failed", m.failed, fails.length ? fails.join(" \u00b7 ") : "none", "c-failed"),
+      card("Errors", m.errors, errs.length ? errs.join(" \u00b7 ") : "none", "c-errors"),
       card("Avg steps", m.avg_steps, "all attempts"));
     if (m.cost) add(box, card("Cost", m.cost, "total"));
     var st = DATA.statistics;
@@ -160,12 +188,13 @@
     var rows = DATA.by_domain;
     if (rows.length < 2) return;
     var table = el("table"), head = el("tr"), body = el("tbody");
-    ["Domain", "Attempts", "Outcomes", "Passed", "Success", "Avg score", "Errors"].forEach(function (h, i) {
+    ["Domain", "Attempts", "Outcomes", "Passed", "Success", "Avg score", "Failed", "Errors"].forEach(function (h, i) {
       add(head, el("th", i ? "num" : null, h));
     });
     rows.forEach(function (r) {
       add(body, add(el("tr"), el("td", null, r.domain), el("td", "num", r.attempts), el("td", "num", r.outcomes),
-        el("td", "num", r.success_count), el("td", "num", r.success_rate), el("td", "num", r.avg_score), el("td", "num", r.errors)));
+        el("td", "num", r.success_count), el("td", "num", r.success_rate), el("td", "num", r.avg_score), el("td", "num", r.failed),
+        el("td", "num", r.errors)));
     });
     add(table, add(el("thead"), head), body);
     add($("domains"), table);
@@ -190,7 +219,7 @@
     if (state.benchmark && t.benchmark !== state.benchmark) return false;
     if (state.domain && t.domain !== state.domain) return false;
     if (!state.q) return true;
-    if (!t.hay) t.hay = [t.task_id, t.benchmark, t.domain, t.status, t.reason, t.error, t.nodeid].join("\n").toLowerCase();
+    if (!t.hay) t.hay = [t.task_id, t.benchmark, t.domain, t.status, t.why, t.reason, t.error, t.nodeid].join("\n").toLowerCase();
     return t.hay.indexOf(state.q) !== -1;
   }
   var collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
@@ -201,7 +230,7 @@
     task_id: function (t) { return t.task_id; },
     score: function (t) { return t.outcome ? t.score : null; },
     num_steps: function (t) { return t.num_steps; },
-    reason: function (t) { return t.error || t.reason; }
+    reason: function (t) { return t.why; }
   };
   function compare(a, b) {
     if (!state.sort) return a.key - b.key;
@@ -246,9 +275,8 @@
     }
     var steps = el("td", "num steps", t.num_steps);
     if (t.step_limit) add(steps, el("span", "muted", " / " + t.step_limit));
-    var why = t.error || t.reason;
-    var reason = el("td", "reason", why);
-    reason.title = why;
+    var reason = el("td", "reason", t.why);
+    reason.title = reasonTitle(t);
     add(tr, add(el("td", "status"), badge(t.status)), el("td", "bench", t.benchmark), el("td", "domain", t.domain),
         add(el("td", "task"), toggle), score, steps, reason);
     tr.addEventListener("click", function () {
