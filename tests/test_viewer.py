@@ -480,6 +480,27 @@ def test_main_writes_the_viewer_and_prints_its_path(tmp_path, capsys):
     assert (folder / "viewer.html").exists()
 
 
+def test_the_page_assets_ship_as_package_data_and_are_inlined(tmp_path):
+    """The page's template, style and script are files under record/assets, listed as package data
+    (so a wheel holds them), and the written page inlines every one: it needs no file beside it."""
+    import fnmatch
+    from importlib import resources
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assets = resources.files("pytest_agentbench.record") / "assets"
+    names = sorted(entry.name for entry in assets.iterdir() if entry.is_file())
+    assert {"viewer.css", "viewer.html", "viewer.js", "compare.css"} <= set(names)
+    for name in names:
+        assert any(fnmatch.fnmatch(f"record/assets/{name}", g) for g in globs["pytest_agentbench"]), name
+    page = (write_run_folder(tmp_path, "inline", [record("a")]) / "viewer.html").read_text(encoding="utf-8")
+    css, js = (assets / "viewer.css").read_text(encoding="utf-8"), (assets / "viewer.js").read_text(encoding="utf-8")
+    assert f"<style>{css}</style>" in page and f"<script>{js}</script>" in page
+    assert not re.search(r"<(link|script)[^>]+(href|src)=", page)
+    assert not re.search(r"__[A-Z]+__", page.replace(js, "").replace(css, ""))  # every placeholder filled
+
+
 def test_module_entry_point(tmp_path):
     missing = tmp_path / "nope"
     proc = subprocess.run([sys.executable, "-m", "pytest_agentbench.record.viewer", str(missing)],

@@ -34,8 +34,8 @@ def _csp() -> str:
     return "; ".join([
         "default-src 'none'",
         "img-src 'self' file:",
-        f"style-src {_csp_hash(asset('viewer.css'))}",
-        f"script-src {_csp_hash(asset('viewer.js'))}",
+        f"style-src {csp_hash(asset('viewer.css'))}",
+        f"script-src {csp_hash(asset('viewer.js'))}",
         "base-uri 'none'",
         "form-action 'none'",
     ])
@@ -59,7 +59,8 @@ def render_html(view: RunView) -> str:
     return _PLACEHOLDER.sub(lambda match: parts[match.group(1)], asset("viewer.html"))
 
 
-def _csp_hash(source: str) -> str:
+def csp_hash(source: str) -> str:
+    """The Content Security Policy source that admits exactly this inline script or style."""
     digest = hashlib.sha256(source.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
