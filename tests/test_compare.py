@@ -7,8 +7,8 @@ import json
 from math import comb
 
 import pytest
-
 from conftest import results
+
 from pytest_agentbench import stats
 from pytest_agentbench.compare import compare_records, grep_line, load_run
 from pytest_agentbench.record.viewer import main as view_main

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import OUTCOME_BENCH, only_run_folder, results
+
 from pytest_agentbench.record.runfolder import RunFolder
 from pytest_agentbench.record.viewer import main, write_viewer
 
@@ -108,7 +108,7 @@ def open_viewer(browser: Any) -> Iterator[Callable[..., Viewer]]:
 
 
 def embedded_blocks(html: str) -> list[str]:
-    return re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html, flags=re.S)
+    return re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html, flags=re.DOTALL)
 
 
 def mock_run(run: Callable[..., Any], pytester: pytest.Pytester, *args: str) -> Path:
@@ -191,7 +191,11 @@ def test_noop_run_shows_failures_and_failed_criteria(run, pytester, open_viewer)
         row = viewer.row(record["task_id"])
         assert row.locator(".status").inner_text() == "failed"
         assert row.locator(".score").inner_text() == "0.000"
-        assert "clicked=[]" in row.locator(".reason").inner_text()
+        # The Reason column names the failing criterion; the checker's own text is in its title.
+        reason = row.locator(".reason")
+        assert reason.inner_text() == "form submitted: neither Submit clicked nor text typed and OK clicked"
+        assert record["reason"] == "clicked=[], typed='', final=done"
+        assert "checker: clicked=[], typed='', final=done" in reason.get_attribute("title")
     detail = viewer.expand("mock_clock_001")
     criteria = detail.locator("table.criteria tbody tr")
     assert criteria.count() == 1  # "form submitted": Submit, or text and OK
@@ -231,10 +235,61 @@ def test_every_ending_gets_its_status_and_filters_and_sorting_work(run, pytester
     assert numbers == sorted(numbers, reverse=True)
     assert scores[len(numbers):] == ["n/a"] * (len(scores) - len(numbers))
     assert page.locator("th[data-key='score']").get_attribute("aria-sort") == "descending"
+    # A verdict from criteria names the one that failed; errors show their message.
+    assert viewer.row("partial").locator(".reason").inner_text() == "b failed"
+    assert viewer.row("agent_error").locator(".reason").inner_text() == "agent reported an error: gave up"
+    assert viewer.row("pass").locator(".reason").inner_text() == "ok"
+    # Failed and Errors count what pytest counted (agent errors are failures).
+    assert card(page, "failed") == str(sum(r["status"] == "failed" for r in rows)) == "4"
+    assert card(page, "errors") == str(sum(r["status"] == "error" for r in rows)) == "2"
+    assert "2 agent errors" in page.locator(".c-failed .card-sub").inner_text()
     # An infrastructure error shows its message.
     infra = next(r for r in rows if r["error_type"] == "infrastructure")
     assert "VM unreachable" in viewer.expand(infra["task_id"]).inner_text()
     viewer.assert_clean()
+
+
+def card(page: Any, name: str) -> str:
+    """The value on a metrics card (``failed``, ``errors``)."""
+    return page.locator(f".card.c-{name} .card-value").inner_text()
+
+
+def test_an_agent_error_is_a_failure_not_an_error(run, pytester, open_viewer):
+    """pytest reports an agent error as a failure; the page's counts say what pytest said."""
+    pytester.makeconftest(OUTCOME_BENCH)
+    result = run("--bench=outcomes", "--agent", "outcome-agent", "-k", "agent_error")
+    result.assert_outcomes(failed=1)
+    assert re.search(r"\b1 failed\b", result.stdout.lines[-1]) and "error" not in result.stdout.lines[-1]
+    folder = only_run_folder(pytester.path)
+    [row] = results(folder)
+    assert (row["status"], row["error_type"]) == ("failed", "agent")
+    viewer = open_viewer(folder)
+    assert card(viewer.page, "failed") == "1"
+    assert card(viewer.page, "errors") == "0"
+    assert viewer.page.locator(".c-errors .card-sub").inner_text() == "none"
+    viewer.assert_clean()
+
+
+def test_the_header_names_the_player_the_run_recorded(run, pytester, open_viewer):
+    """MockMed's arms play its tasks, not the --agent agent: the header says so, as the folder name does."""
+    run("--bench=mockmed", "--tasks", "2")
+    folder = only_run_folder(pytester.path)
+    assert folder.name.startswith("mockmed_arms_")
+    assert json.loads((folder / "summary.json").read_text())["player"] == "arms"
+    viewer = open_viewer(folder)
+    meta = header(viewer.page)
+    assert meta["player"] == "arms" and "agent" not in meta
+    viewer.assert_clean()
+    # Where the --agent agent plays, the header names it.
+    other = write_run_folder(pytester.path / "hand", "mine", [record("a")], summary={"agent": "noop", "player": "noop"})
+    meta = header(open_viewer(other).page)
+    assert meta["agent"] == "noop" and "player" not in meta
+
+
+def header(page: Any) -> dict[str, str]:
+    """The run facts under the page's title, by name."""
+    return dict(zip(page.locator("#run-meta .meta-key").all_inner_texts(),
+                    page.locator("#run-meta .meta-val").all_inner_texts()))
 
 
 def test_markup_from_a_benchmark_is_shown_as_text(run, pytester, open_viewer):
@@ -247,7 +302,8 @@ def test_markup_from_a_benchmark_is_shown_as_text(run, pytester, open_viewer):
     viewer = open_viewer(folder)
     task_id = "evil_bold%amp;"
     row = viewer.row(task_id)
-    assert row.locator(".reason").inner_text() == XSS
+    assert row.locator(".reason").inner_text() == "<img src=x onerror=alert(3)>: got " + json.dumps(XSS)
+    assert row.locator(".reason").get_attribute("title").endswith("checker: " + XSS)
     assert row.locator(".domain").inner_text() == "dom%i"
     detail = viewer.expand(task_id)
     assert XSS + "<img src=x onerror=alert(2)>" in detail.inner_text()
@@ -424,10 +480,31 @@ def test_main_writes_the_viewer_and_prints_its_path(tmp_path, capsys):
     assert (folder / "viewer.html").exists()
 
 
+def test_the_page_assets_ship_as_package_data_and_are_inlined(tmp_path):
+    """The page's template, style and script are files under record/assets, listed as package data
+    (so a wheel holds them), and the written page inlines every one: it needs no file beside it."""
+    import fnmatch
+    from importlib import resources
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assets = resources.files("pytest_agentbench.record") / "assets"
+    names = sorted(entry.name for entry in assets.iterdir() if entry.is_file())
+    assert {"viewer.css", "viewer.html", "viewer.js", "compare.css"} <= set(names)
+    for name in names:
+        assert any(fnmatch.fnmatch(f"record/assets/{name}", g) for g in globs["pytest_agentbench"]), name
+    page = (write_run_folder(tmp_path, "inline", [record("a")]) / "viewer.html").read_text(encoding="utf-8")
+    css, js = (assets / "viewer.css").read_text(encoding="utf-8"), (assets / "viewer.js").read_text(encoding="utf-8")
+    assert f"<style>{css}</style>" in page and f"<script>{js}</script>" in page
+    assert not re.search(r"<(link|script)[^>]+(href|src)=", page)
+    assert not re.search(r"__[A-Z]+__", page.replace(js, "").replace(css, ""))  # every placeholder filled
+
+
 def test_module_entry_point(tmp_path):
     missing = tmp_path / "nope"
     proc = subprocess.run([sys.executable, "-m", "pytest_agentbench.record.viewer", str(missing)],
-                          capture_output=True, text=True, timeout=60)
+                          check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"agentbench-view: {missing} does not exist"]
 

@@ -1,27 +1,19 @@
 """``agentbench-view A B``: a static page comparing run B with run A, task by task.
 
 The numbers are ``compare.compare_records``'s (the ones ``--compare`` prints); the page is plain
-HTML with every value escaped and no script, written into B's folder as ``compare-<A>.html``.
+HTML with every value escaped and no script, written into B's folder as ``compare-<A>.html``; its
+style is package data (``assets/compare.css``), inlined like the viewer's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import base64
 import html
 import os
 from pathlib import Path
 from typing import Any
 
 from ..compare import STATUSES, compare_records, grep_line, load_run
-
-_CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1b2430; background: #f6f7f9; }
-h1 { font-size: 20px; } table { border-collapse: collapse; background: #fff; }
-td, th { border: 1px solid #e3e7ed; padding: 4px 10px; text-align: left; } td.num { text-align: right; }
-.regressed { color: #c93a3a; font-weight: 600; } .improved { color: #1f8a4c; font-weight: 600; }
-.verdict { font-size: 16px; margin: 12px 0; } code { background: #eef1f5; padding: 2px 4px; }
-"""
+from .viewer_page import asset, csp_hash
 
 
 def _e(value: Any) -> str:
@@ -44,12 +36,12 @@ def render(result: dict[str, Any]) -> str:
         f"<td class=\"num\">{_e(_cell(r['after']))}</td></tr>"
         for r in sorted(result["tasks"], key=lambda r: (STATUSES.index(r["status"]), r["benchmark"], r["task_id"])))
     counts = ", ".join(f"{result['counts'][s]} {s}" for s in STATUSES)
-    style_hash = "'sha256-" + base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode() + "'"
+    css = asset("compare.css")
     title = f"{result['after_run']} vs {result['before_run']}"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src {style_hash}">
-<title>{_e(title)} &middot; agentbench</title><style>{_CSS}</style></head><body>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src {csp_hash(css)}">
+<title>{_e(title)} &middot; agentbench</title><style>{css}</style></head><body>
 <h1>{_e(result['after_run'])} compared with {_e(result['before_run'])}</h1>
 <p class="verdict">Verdict: <b>{_e(result['verdict'])}</b> (alpha {_e(result['alpha'])})</p>
 <table>

@@ -179,6 +179,7 @@ class RunController:
             "benchmark_name": "+".join(settings.benchmarks),
             "benchmarks": list(settings.benchmarks),
             "agent": settings.agent,
+            "player": self._player(settings.agent),
             "model_id": settings.agent,
             "created_at": self.started.isoformat(timespec="seconds"),
             "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

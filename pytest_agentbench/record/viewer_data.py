@@ -1,0 +1,466 @@
+r"""What the static viewer shows, read from a run folder: the page's data model.
+
+``collect`` reads ``results.jsonl`` (one row per task), ``summary.json`` (run facts and metrics)
+and each task's ``trajectory.json`` into a ``RunView``. It runs at the end of every run, so it must
+cost next to nothing: it never opens a PNG (screenshots are linked by relative path and loaded
+lazily by the browser), and it does not parse trajectories at all. Each one is kept as verbatim
+text for its own ``<script type="application/json">`` block, and the browser parses it only when
+someone opens that task. A broken trajectory therefore breaks only its own task's detail.
+
+Task ids, reasons and reasoning come from benchmarks and agents, i.e. from users, so every text
+kept for a block has ``<``, ``>`` and ``&`` replaced by their ``\uXXXX`` escapes (``escape_json_text``):
+valid JSON never has them outside strings, so the JSON means the same, and no block can close its
+``<script>`` tag. A run folder may come from someone else, so no file is read through a symbolic link.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import metrics as m
+from .runfolder import task_slug
+from .stats_report import viewer_statistics
+
+#: A trajectory bigger than this is linked, not embedded, so one runaway agent log cannot make
+#: the page too heavy to open.
+TRAJECTORY_LIMIT = 4 * 1024 * 1024
+#: Stop embedding trajectories once this many bytes are in the page (they stay linked).
+TOTAL_LIMIT = 64 * 1024 * 1024
+#: The largest summary.json and results.jsonl read (a 5,000-task run's results are a few MB).
+RECORD_LIMIT = 256 * 1024 * 1024
+
+
+
+@dataclass
+class RunView:
+    """What the page embeds, each as its own JSON block: ``data`` (run facts, metrics, notes and,
+    per task, where its trajectory is), ``results`` (the results.jsonl records as one escaped JSON
+    array) and ``trajectories`` (raw escaped text, indexed from ``data["traj"]``)."""
+
+    data: dict[str, Any]
+    results: str = "[]"
+    trajectories: list[str] = field(default_factory=list)
+
+
+def collect(run: Path) -> RunView:
+    """Read the run folder into what the page embeds. Tolerates every missing or broken file,
+    and says so in ``data["notes"]``, shown at the top of the page."""
+    notes: list[str] = []
+    inside = _Inside(run)
+    summary = _read_summary(inside, notes)
+    records, results = _read_records(inside, notes)
+    if not records and isinstance(summary.get("tasks"), list):
+        records = [r for r in summary["tasks"] if isinstance(r, dict) and r.get("task_id") is not None]
+        results = None
+    reader = _TrajectoryReader(inside)
+    where = []
+    for record in records:
+        rel = _trajectory_rel(record)
+        where.append([*reader.load(rel), rel])
+    notes.extend(reader.notes())
+    notes.extend(inside.notes())
+    data = {
+        "run": _run_facts(run, summary, records),
+        "metrics": _metrics_view(summary if _has_metrics(summary) else _compute(records), _tally(records)),
+        "by_domain": _domain_rows(summary, records),
+        "traj": where,
+        "notes": notes,
+        "statistics": viewer_statistics(summary, records),
+    }
+    return RunView(data, embed_json(records) if results is None else results, reader.texts)
+
+
+class _Inside:
+    """Opens files of one run folder, refusing symbolic links anywhere below it: a run folder can
+    come from someone else, and a link to ``~/.ssh/id_ed25519`` must not end up embedded in the
+    page. Whether a folder holds a link is checked once per folder (the viewer reads hundreds of
+    files from a few folders); the file itself is opened with ``O_NOFOLLOW``."""
+
+    def __init__(self, run: Path) -> None:
+        self.root = os.path.realpath(run)
+        self._clean: dict[str, bool] = {}
+        self.links: list[str] = []
+
+    def read(self, rel: str, limit: int) -> bytes | None:
+        """The bytes of ``rel`` (a ``_safe_rel`` path), or None when over ``limit``. Raises
+        FileNotFoundError when absent and ``SymlinkRefused`` for a link."""
+        folder = rel.rpartition("/")[0]
+        clean = self._clean.get(folder)
+        if clean is None:
+            full = os.path.join(self.root, folder) if folder else self.root
+            clean = self._clean[folder] = os.path.realpath(full) == os.path.normpath(full)
+        if not clean:
+            self.links.append(rel)
+            raise SymlinkRefused(rel)
+        try:
+            return _read_small(os.path.join(self.root, rel), limit)
+        except OSError:
+            if os.path.islink(os.path.join(self.root, rel)):
+                self.links.append(rel)
+                raise SymlinkRefused(rel) from None
+            raise
+
+    def notes(self) -> list[str]:
+        if not self.links:
+            return []
+        return [f"{len(self.links)} file(s) not read because they are (or are under) symbolic links: {_some(self.links)}"]
+
+
+class SymlinkRefused(OSError):
+    """A file of the run folder is a symbolic link (or lies under one); it is never followed."""
+
+
+def _read_summary(inside: _Inside, notes: list[str]) -> dict[str, Any]:
+    try:
+        raw = inside.read("summary.json", RECORD_LIMIT)
+        if raw is None:
+            raise ValueError(f"bigger than {RECORD_LIMIT} bytes")
+        data = json.loads(raw)
+    except SymlinkRefused:
+        return {}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        notes.append(f"summary.json could not be read ({_short_error(exc)}); metrics are computed from results.jsonl")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any]], str | None]:
+    """Read results.jsonl leniently: a bad line is skipped and reported, never fatal.
+
+    Returns the records and, for the page, their lines as one escaped JSON array: the file's own
+    bytes, not re-encoded, which saves most of the cost of embedding them. None when that text
+    holds a NaN or Infinity (Python writes them, ``JSON.parse`` rejects them).
+    """
+    try:
+        raw_file = inside.read("results.jsonl", RECORD_LIMIT)
+        if raw_file is None:
+            notes.append(f"results.jsonl is bigger than {RECORD_LIMIT} bytes; it was not read")
+            return [], None
+        lines = [line for line in raw_file.splitlines() if line.strip()]
+    except SymlinkRefused:
+        return [], None
+    except FileNotFoundError:
+        return [], None
+    except OSError as exc:
+        notes.append(f"results.jsonl could not be read ({_short_error(exc)})")
+        return [], None
+    try:  # one C-level parse for the usual, well-formed file
+        parsed: list[Any] = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        parsed = []
+    if len(parsed) != len(lines):  # a bad line, or one like ``{...},{...}`` that holds two values
+        parsed = [_loads_or_none(line) for line in lines]
+    records, kept, bad = [], [], []
+    for number, (line, record) in enumerate(zip(lines, parsed), 1):
+        if isinstance(record, dict) and record.get("task_id") is not None:
+            records.append(record)
+            kept.append(line)
+        else:
+            bad.append(number)
+    if bad:
+        shown = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
+        notes.append(f"results.jsonl: skipped {len(bad)} malformed record(s) (record {shown})")
+    raw = b"[" + b",".join(kept) + b"]"
+    if b"NaN" in raw or b"Infinity" in raw:
+        return records, None
+    return records, escape_json_text(raw.decode("utf-8", "replace"))
+
+
+def _loads_or_none(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _trajectory_rel(record: Mapping[str, Any]) -> str:
+    """Where the record says its trajectory is, or where the run folder would have put it."""
+    rel = _safe_rel(record.get("trajectory"))
+    if rel is not None:
+        return rel
+    return f"tasks/{task_slug(str(record.get('benchmark') or ''))}/{task_slug(str(record['task_id']))}.trajectory.json"
+
+
+class _TrajectoryReader:
+    """Reads trajectory files as text (never parsed here) and remembers what it could not embed."""
+
+    def __init__(self, inside: _Inside) -> None:
+        self.inside = inside
+        self.texts: list[str] = []
+        self.total = 0
+        self.seen: dict[str, tuple[int | None, str | None]] = {}
+        self.missing: list[str] = []
+        self.too_big: list[str] = []
+
+    def load(self, rel: str) -> tuple[int | None, str | None]:
+        """The index of the embedded text, or None and why ("missing" or "too big")."""
+        if rel not in self.seen:
+            self.seen[rel] = self._read(rel)
+        return self.seen[rel]
+
+    def _read(self, rel: str) -> tuple[int | None, str | None]:
+        limit = min(TRAJECTORY_LIMIT, TOTAL_LIMIT - self.total)
+        try:
+            raw = self.inside.read(rel, limit)
+        except SymlinkRefused:
+            return None, "missing"
+        except OSError:
+            self.missing.append(rel)
+            return None, "missing"
+        if raw is None:
+            self.too_big.append(rel)
+            return None, "too big"
+        self.total += len(raw)
+        self.texts.append(escape_json_text(raw.decode("utf-8", "replace")))
+        return len(self.texts) - 1, None
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.missing:
+            out.append(f"{len(self.missing)} trajectory file(s) not found: {_some(self.missing)}")
+        if self.too_big:
+            out.append(f"{len(self.too_big)} trajectory file(s) too big to embed (open them from the task): "
+                       f"{_some(self.too_big)}")
+        return out
+
+
+def _read_small(path: str, limit: int) -> bytes | None:
+    """The file's bytes, or None when it is over ``limit``. Plain ``os`` calls: a third of the
+    cost of ``open()`` per file, which is most of the viewer's time on a 500-task run.
+    Non-blocking, and regular files only, so a stray FIFO cannot hang the end of a run."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise IsADirectoryError(f"{path} is not a regular file")
+        size = info.st_size
+        if size > limit:
+            return None
+        data = os.read(fd, size)
+        while len(data) < size:  # a short read; rare, but allowed
+            more = os.read(fd, size - len(data))
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(fd)
+
+
+# -- run facts and metrics ----------------------------------------------------------------------
+
+
+def _run_facts(run: Path, summary: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    benchmarks = summary.get("benchmarks")
+    if not isinstance(benchmarks, list) or not benchmarks:
+        benchmarks = sorted({str(r.get("benchmark")) for r in records if r.get("benchmark")})
+    agent = summary.get("agent") or next((r.get("agent") for r in records if r.get("agent")), "")
+    model = summary.get("model_id")
+    # Who played, as the run recorded it (the name its folder got): the benchmarks' own players
+    # (MockMed's arms, OpenComputer's end states) when the --agent agent played nothing.
+    player = summary.get("player")
+    return {
+        "name": str(summary.get("run_name") or run.resolve().name),
+        "agent": str(agent),
+        "player": str(player) if isinstance(player, str) and player and player != agent else None,
+        "model": str(model) if model and model != agent else None,
+        "benchmarks": [str(b) for b in benchmarks],
+        "created_at": str(summary.get("created_at") or "") or None,
+        "elapsed": _elapsed(summary.get("created_at"), summary.get("finished_at")),
+        "max_steps": _int(summary.get("max_steps"), 0) or None,
+        "finished": bool(summary),
+    }
+
+
+def _has_metrics(summary: Mapping[str, Any]) -> bool:
+    return isinstance(summary.get("num_attempts"), int)
+
+
+def _metrics_view(source: Mapping[str, Any], tally: Mapping[str, int]) -> dict[str, Any]:
+    """The terminal's "Evaluation Results" numbers, formatted exactly as the terminal does, with
+    failures and errors counted as pytest counts them (``tally``)."""
+    rate, score = _float(source.get("success_rate")), _float(source.get("avg_score"))
+    cost = _float(source.get("total_cost_usd")) or 0.0
+    return {
+        "attempts": _int(source.get("num_attempts"), 0),
+        "outcomes": _int(source.get("num_outcome_tasks"), 0),
+        **tally,
+        "success_count": _int(source.get("success_count"), 0),
+        "not_evaluated": _int(source.get("num_not_evaluated"), 0),
+        "rate": rate,
+        "success_rate": m.format_rate(rate),
+        "avg_score": m.format_score(score),
+        "avg_steps": f"{_float(source.get('avg_steps')) or 0.0:.1f}",
+        "avg_time": _duration(_float(source.get("avg_time_seconds")) or 0.0),
+        "cost": f"${cost:.2f}" if cost else None,
+    }
+
+
+def _domain_rows(summary: Mapping[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    domains = summary.get("by_domain") if _has_metrics(summary) else None
+    if not isinstance(domains, dict):
+        domains = m.by_domain(_attempts(records))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(str(record.get("domain", "default")), []).append(record)
+    return [{"domain": str(name), **_metrics_view(stats, _tally(groups.get(str(name), [])))}
+            for name, stats in sorted(domains.items()) if isinstance(stats, dict)]
+
+
+#: Error types that are not outcomes: pytest reports their items as errors, not failures.
+NOT_OUTCOMES = ("infrastructure", "evaluation")
+
+
+def status_of(record: Mapping[str, Any]) -> str:
+    """The item's pytest outcome as its record says it. A record without one (written before
+    records had a status) gets the outcome pytest gave it: an infrastructure or evaluation error
+    is an error, an agent error a failure (it is a scored outcome), no outcome a skip."""
+    status = record.get("status")
+    if isinstance(status, str) and status:
+        return status
+    if record.get("error_type") in NOT_OUTCOMES:
+        return "error"
+    if record.get("success") is True:
+        return "passed"
+    return "failed" if record.get("outcome", True) else "skipped"
+
+
+def _tally(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Failures and errors as pytest's terminal line counts them (its ``N failed, M errors``),
+    from each record's status, and what they were: an agent error is a failure, never an error.
+    (summary.json's ``error_count`` counts agent errors too, so it is not used for the page.)"""
+    out = {"failed": 0, "agent_failed": 0, "errors": 0, "infrastructure": 0, "evaluation": 0, "other_errors": 0}
+    for record in records:
+        status, kind = status_of(record), record.get("error_type")
+        if status == "failed":
+            out["failed"] += 1
+            out["agent_failed"] += kind == "agent"
+        elif status == "error":
+            out["errors"] += 1
+            out[kind if kind in NOT_OUTCOMES else "other_errors"] += 1
+    return out
+
+
+def _compute(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Metrics from the rows themselves, for a run that never got its summary.json."""
+    return m.metrics(_attempts(records))
+
+
+def _attempts(records: Iterable[dict[str, Any]]) -> list[m.Attempt]:
+    out = []
+    for record in records:
+        try:
+            out.append(m.attempt_from_result(record))
+        except (TypeError, ValueError):  # a hand-edited record with a non-number score
+            out.append(m.Attempt(False, 0.0, 0, 0.0, "evaluation", False))
+    return out
+
+
+# -- small helpers ------------------------------------------------------------------------------
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return default
+    return int(value)
+
+
+def _safe_rel(path: Any) -> str | None:
+    """A path inside the run folder, or None: keeps ``/etc``, ``C:`` and ``..`` out of the files
+    this module opens. (The page applies the same rule to the links it makes.)"""
+    if not isinstance(path, str) or not path or len(path) > 1000:
+        return None
+    if path.startswith("/") or ":" in path or "\\" in path:
+        return None
+    parts = path.split("/")
+    if "" in parts or "." in parts or ".." in parts:
+        return None
+    return path
+
+
+def _some(items: list[str], limit: int = 5) -> str:
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms" if seconds else "< 1 s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def _elapsed(start: Any, end: Any) -> str | None:
+    try:
+        delta = _dt.datetime.fromisoformat(str(end)) - _dt.datetime.fromisoformat(str(start))
+    except (TypeError, ValueError):
+        return None
+    return _duration(max(delta.total_seconds(), 0.0))
+
+
+def _short_error(exc: BaseException) -> str:
+    text = getattr(exc, "strerror", None) or str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+
+# -- JSON for the page's script blocks -----------------------------------------------------------
+
+
+
+def escape_json_text(text: str) -> str:
+    """Make JSON text safe inside ``<script type="application/json">``.
+
+    ``<``, ``>`` and ``&`` never occur in JSON outside strings, and inside strings their ``\\uXXXX``
+    escapes mean the same, so valid JSON parses to the same value; text that is not JSON stays not
+    JSON. Either way no ``</script>`` or ``<!--`` survives to end the block early.
+    """
+    # The membership tests are cheap and usually false: most trajectories hold none of the three.
+    if "&" in text:
+        text = text.replace("&", "\\u0026")
+    if "<" in text:
+        text = text.replace("<", "\\u003c")
+    if ">" in text:
+        text = text.replace(">", "\\u003e")
+    return text
+
+
+def embed_json(data: Any) -> str:
+    """``data`` as JSON for a script block (ASCII, NaN-free, escaped)."""
+    try:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN from a hand-edited file: JSON.parse would reject the whole block
+        text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"))
+    return escape_json_text(text)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+

@@ -1,0 +1,66 @@
+"""The static viewer's page: its template, style and script (package data under ``assets/``) filled
+with a ``RunView`` into one self-contained HTML file.
+
+The assets are files rather than Python strings so they can be read, linted and edited as what
+they are; they are read once per process and inlined, so the written page still needs nothing
+beside it but the run folder's screenshots. The page writes text only with ``textContent``, and
+its Content Security Policy admits only its own inline script and style (by hash) and local
+images, so it makes no network request.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+from functools import cache, lru_cache
+from importlib import resources
+
+from .viewer_data import RunView, embed_json
+
+_PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA|RESULTS|TRAJECTORIES)__")
+
+
+@cache
+def asset(name: str) -> str:
+    """The text of ``assets/<name>``, read through ``importlib.resources`` so it is found in a
+    wheel, a zip or a source tree alike."""
+    return (resources.files(__name__.rpartition(".")[0]) / "assets" / name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def _csp() -> str:
+    return "; ".join([
+        "default-src 'none'",
+        "img-src 'self' file:",
+        f"style-src {csp_hash(asset('viewer.css'))}",
+        f"script-src {csp_hash(asset('viewer.js'))}",
+        "base-uri 'none'",
+        "form-action 'none'",
+    ])
+
+
+def render_html(view: RunView) -> str:
+    """Fill the page template in one pass, so no value is ever re-scanned for placeholders."""
+    trajectories = "".join(
+        f'<script type="application/json" id="traj-{index}">{text}</script>\n'
+        for index, text in enumerate(view.trajectories)
+    )
+    parts = {
+        "CSP": _csp(),
+        "TITLE": html.escape(f"{view.data['run']['name']} \u00b7 agentbench", quote=True),
+        "CSS": asset("viewer.css"),
+        "JS": asset("viewer.js"),
+        "DATA": embed_json(view.data),
+        "RESULTS": view.results,
+        "TRAJECTORIES": trajectories,
+    }
+    return _PLACEHOLDER.sub(lambda match: parts[match.group(1)], asset("viewer.html"))
+
+
+def csp_hash(source: str) -> str:
+    """The Content Security Policy source that admits exactly this inline script or style."""
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
