@@ -153,7 +153,7 @@ def test_conditions_change_words_and_palette_not_ids(tmp_path: Path, condition: 
     themed = '<body class="drift-theme">' in tasks
     assert themed == (condition == "theme")
     # Same markup apart from the words and the body class: the layout does not move.
-    strip = lambda html: re.sub(r">(View|Open|Submit Encounter|Save Encounter)<", "><", html).replace(  # noqa: E731
+    strip = lambda html: re.sub(r">(View|Open|Submit Encounter|Save Encounter)<", "><", html).replace(
         ' class="drift-theme"', "")
     assert [strip(p) for p in pages[clean]] == [strip(p) for p in pages[other]]
 
@@ -213,7 +213,7 @@ def test_serve_command_deletes_the_temporary_records_it_made() -> None:
 
 def test_serve_command_rejects_an_unknown_condition() -> None:
     result = subprocess.run([sys.executable, "-m", "pytest_agentbench.benches.mockmed", "serve", "--condition", "x"],
-                            capture_output=True, text=True, timeout=30)
+                            capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 2
     assert "invalid choice: 'x'" in result.stderr and "'clean', 'theme', 'rename'" in result.stderr
 

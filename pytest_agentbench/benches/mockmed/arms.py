@@ -113,7 +113,7 @@ class ScriptAgent(Agent):
         self.trace.append((step, node, tree))
         if step.kind == "type":
             return Action(type="type", text=step.text)
-        return Action(type="click", target_id=str(node["id"]))
+        return Action(type="click", target_node_id=str(node["id"]))
 
 
 def script_by_position() -> ScriptAgent:
@@ -139,7 +139,7 @@ def compile_demonstration(agent: ScriptAgent, observations: list[Observation]) -
     steps = []
     for index, (step, node, tree) in enumerate(agent.trace):
         after = observations[index].accessibility_tree if index < len(observations) else None
-        viewport = tuple(observations[index].viewport or (1280, 800)) if index < len(observations) else (1280, 800)
+        viewport = (observations[index].viewport or (1280, 800)) if index < len(observations) else (1280, 800)
         row = next((r for n, r in walk(tree) if n is node), None)
         steps.append({
             "action": step.kind,
