@@ -21,18 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...agent import Agent
-from ...agents.replay import (  # noqa: F401 - MARGIN, THRESHOLD, WEIGHTS, score: re-exported
-    MARGIN,
-    THRESHOLD,
-    WEIGHTS,
-    ReplayAgent,
-    banner,
-    heading,
-    load_workflow,
-    row_key,
-    score,
-    walk,
-)
+from ...agents.replay import ReplayAgent, banner, heading, load_workflow, row_key, walk
 from ...agents.replay import center as _center
 from ...model import Action, Observation, Task
 
@@ -125,9 +114,8 @@ def script_by_name() -> ScriptAgent:
 
 
 # -- compiled replay -----------------------------------------------------------------------------
-# The matching (walk, row_key, heading, banner, score, WEIGHTS, THRESHOLD, MARGIN) and the replay
-# itself are the general replay agent's (agents/replay.py), imported above under the names this
-# module always had: there is one implementation.
+# The matching (walk, row_key, heading, banner; the scoring's weights, threshold and margin) and the
+# replay itself are the general replay agent's (agents/replay.py): there is one implementation.
 
 #: What the compiled arm checks after its last step: the saved banner, as the scripts do.
 SAVED = {"banner_prefix": "Encounter saved", "reason": "the saved banner did not appear"}

@@ -54,7 +54,7 @@ def _role(el: Element) -> str | None:
 
 
 class TreeBuilder:
-    def __init__(self, root: Element, scroll_y: float, password_mask: bool = True) -> None:
+    def __init__(self, root: Element, scroll_y: float) -> None:
         self.root = root
         self.scroll_y = scroll_y
         self.by_id: dict[str, Element] = {}

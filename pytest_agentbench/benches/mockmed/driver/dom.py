@@ -13,7 +13,6 @@ from typing import Any
 
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
                    "track", "wbr"})
-_RAW = frozenset({"style", "script", "title", "textarea"})
 
 
 class Element:

@@ -75,10 +75,6 @@ class HeadlessDriver:
     def current_html(self) -> str:
         return self._ensure().html
 
-    @property
-    def status_code(self) -> int:
-        return self._ensure().status
-
     def goto(self, url: str) -> Observation:
         """Load ``url`` (absolute, or relative to the current page or ``base_url``) and observe it."""
         self._get(urllib.parse.urljoin(self.url, url))
@@ -144,12 +140,6 @@ class HeadlessDriver:
                  "scroll_y": int(scroll), "page_height": int(page.layout.height)},
             renderer=render,
         )
-
-    def screenshot(self) -> bytes:
-        """PNG bytes of the current screen (the same as ``observe().screenshot``)."""
-        shot = self.observe().screenshot
-        assert shot is not None
-        return shot
 
     def _focus_id(self) -> str | None:
         if self._focus is None:
@@ -226,10 +216,6 @@ class HeadlessDriver:
         point = self._point(action)
         assert point is not None
         return self._hit(*point)
-
-    def element_at(self, x: float, y: float) -> Element | None:
-        """The topmost element drawn at viewport pixel (x, y)."""
-        return self._hit(x, y)
 
     def _hit(self, x: float, y: float) -> Element | None:
         page = self._ensure()
