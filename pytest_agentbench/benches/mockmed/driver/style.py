@@ -22,7 +22,6 @@ def _pad(t: float, r: float | None = None, b: float | None = None,
     return (t, r, b, l)
 
 
-_NONE = {"display": "none"}
 _BLOCK_TAGS = frozenset({"html", "body", "div", "header", "main", "section", "nav", "footer", "form", "ul", "ol",
                          "li", "p", "h1", "h2", "h3", "h4", "h5", "h6", "fieldset", "legend", "label",
                          "article", "aside", "table", "thead", "tbody", "tfoot", "tr", "td", "th", "dl", "dt",
