@@ -23,7 +23,6 @@ from pytest_agentbench.benches.extradup.rewards import read_result, record, scre
 from pytest_agentbench.benches.mockmed.store import Store
 
 
-
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
@@ -135,7 +134,7 @@ def test_the_outage_holds_the_correct_write_behind_an_unreadable_store(tmp_path)
     with pytest.raises(sqlite3.DatabaseError):
         _rows(evidence.store_path)
     with pytest.raises(StoreUnavailable, match="cannot be read"):
-        evidence.after
+        _ = evidence.after
     assert evidence.screen.banner in BANNERS
 
 

@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,7 @@ def test_conditions_change_words_and_palette_not_ids(tmp_path: Path, condition: 
     themed = '<body class="drift-theme">' in tasks
     assert themed == (condition == "theme")
     # Same markup apart from the words and the body class: the layout does not move.
-    strip = lambda html: re.sub(r">(View|Open|Submit Encounter|Save Encounter)<", "><", html).replace(  # noqa: E731
+    strip = lambda html: re.sub(r">(View|Open|Submit Encounter|Save Encounter)<", "><", html).replace(
         ' class="drift-theme"', "")
     assert [strip(p) for p in pages[clean]] == [strip(p) for p in pages[other]]
 
@@ -213,7 +214,7 @@ def test_serve_command_deletes_the_temporary_records_it_made() -> None:
 
 def test_serve_command_rejects_an_unknown_condition() -> None:
     result = subprocess.run([sys.executable, "-m", "pytest_agentbench.benches.mockmed", "serve", "--condition", "x"],
-                            capture_output=True, text=True, timeout=30)
+                            capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 2
     assert "invalid choice: 'x'" in result.stderr and "'clean', 'theme', 'rename'" in result.stderr
 
@@ -299,3 +300,70 @@ def test_conditions_in_chromium(browser: Any, tmp_path: Path, condition: str) ->
         assert background == "rgb(243, 245, 248)" and "sans-serif" in font
         assert names == ["View"] * 3
     assert all(box is not None and box["height"] > 30 for box in boxes)
+
+
+def _watch_connections(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[sqlite3.Connection]]:
+    """Every SQL statement the store's connections run, in order (sqlite3's trace callback), and
+    the connections themselves."""
+    from pytest_agentbench.benches.mockmed import store
+
+    statements: list[str] = []
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def watched(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(statements.append)
+        opened.append(db)
+        return db
+
+    monkeypatch.setattr(store.sqlite3, "connect", watched)
+    return statements, opened
+
+
+def test_a_fresh_store_is_seeded_in_one_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_agentbench.benches.mockmed.store import PATIENTS, Store
+
+    statements, _ = _watch_connections(monkeypatch)
+    Store(tmp_path / "mockmed.sqlite3").close()
+    boundaries = [s for s in statements if s.split()[0].upper() in ("BEGIN", "COMMIT", "ROLLBACK")]
+    assert boundaries == ["BEGIN", "COMMIT"], statements
+    assert statements[0] == "BEGIN" and statements[-1] == "COMMIT"
+    assert sum(s.startswith("INSERT INTO patients") for s in statements) == len(PATIENTS)
+    with closing(sqlite3.connect(tmp_path / "mockmed.sqlite3")) as db:  # committed: another connection sees it
+        assert [r[0] for r in db.execute("SELECT id FROM patients ORDER BY id")] == [p["id"] for p in PATIENTS]
+
+
+def test_each_encounter_is_its_own_commit_and_reopening_keeps_the_store(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_agentbench.benches.mockmed.store import PATIENTS, Store
+
+    store = Store(tmp_path / "mockmed.sqlite3")
+    try:
+        saved = store.add_encounter("p1", "Triage", NOTE)
+        # Saved means committed: a second connection sees the record while the first is still open.
+        with closing(sqlite3.connect(tmp_path / "mockmed.sqlite3")) as db:
+            assert [tuple(r) for r in db.execute("SELECT id, note FROM encounters")] == [(saved["id"], NOTE)]
+    finally:
+        store.close()
+    statements, _ = _watch_connections(monkeypatch)
+    again = Store(tmp_path / "mockmed.sqlite3")
+    try:
+        assert not any(s.startswith("INSERT") for s in statements)
+        assert [p["id"] for p in again.patients()] == [p["id"] for p in PATIENTS]
+        assert again.encounters() == [saved]
+    finally:
+        again.close()
+
+
+def test_an_unreadable_store_raises_and_closes_its_connection(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_agentbench.benches.mockmed.store import Store
+
+    path = tmp_path / "mockmed.sqlite3"
+    path.write_bytes(b"not a MockMed database\0" * 100)
+    _, opened = _watch_connections(monkeypatch)
+    with pytest.raises(sqlite3.DatabaseError, match="not a database"):
+        Store(path)
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        opened[0].execute("SELECT 1")

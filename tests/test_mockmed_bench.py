@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import CHROMIUM, browser_unavailable, only_run_folder, results
 
 EXPECTED_TABLE = [

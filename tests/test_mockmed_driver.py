@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import browser_unavailable
 from PIL import Image
 
 from pytest_agentbench.benches.mockmed.app import CONDITIONS, MockMedServer, serve
-from pytest_agentbench.benches.mockmed.driver import HeadlessDriver, center, find_nodes, iter_nodes
+from pytest_agentbench.benches.mockmed.driver import Driver, HeadlessDriver, center, find_nodes, iter_nodes
 from pytest_agentbench.model import Action, Observation
-
-from conftest import browser_unavailable
 
 NOTE = "Knee pain, swelling since Monday; ice and rest advised for a week."
 ROLES = {"document", "heading", "text", "link", "button", "textbox", "radio", "table", "row", "cell", "status",
@@ -37,6 +36,11 @@ def app(tmp_path: Path) -> Iterator[MockMedServer]:
 def driver(app: MockMedServer) -> Iterator[HeadlessDriver]:
     with HeadlessDriver(app.url) as headless:
         yield headless
+
+
+def test_the_headless_driver_is_a_driver(driver: HeadlessDriver) -> None:
+    # The benchmark is typed against Driver; mypy checks the signatures, this checks the members.
+    assert isinstance(driver, Driver)
 
 
 def click(target: str) -> Action:
@@ -171,7 +175,7 @@ def test_tree_and_screenshot_shapes(driver: HeadlessDriver) -> None:
 
 
 def test_screenshot_is_lazy_and_a_snapshot(driver: HeadlessDriver, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_agentbench.benches.mockmed import driver as module
+    from pytest_agentbench.benches.mockmed.driver import headless as module  # where the driver paints
 
     calls = []
     real = module.paint
@@ -180,7 +184,7 @@ def test_screenshot_is_lazy_and_a_snapshot(driver: HeadlessDriver, monkeypatch: 
     after = driver.act(typed("a long user name that shows up in the field"))
     assert calls == []
     box = node(before, role="textbox", name="Username")["bbox"]
-    crop = lambda obs: Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop(  # noqa: E731
+    crop = lambda obs: Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop(
         (box[0] + 4, box[1] + 4, box[2] - 4, box[3] - 4))
     empty, filled = crop(before), crop(after)
     assert len(calls) == 2
@@ -302,11 +306,12 @@ def test_playwright_driver_matches_the_headless_tree(tmp_path: Path) -> None:
              click("type-triage"), click("note"), typed(NOTE), click("save-encounter")]
     with serve(tmp_path / "a.sqlite3", "theme") as one, serve(tmp_path / "b.sqlite3", "theme") as two, \
             HeadlessDriver(one.url) as headless, PlaywrightDriver(two.url) as chromium:
+        assert isinstance(chromium, Driver)
         for action in [None, *steps]:
             mine = headless.observe() if action is None else headless.act(action)
             real = chromium.observe() if action is None else chromium.act(action)
             # Each server stamps its own save time; everything else must match.
-            flat = lambda obs: [(n["role"], re.sub(r"^Saved \S+ \S+ UTC$", "Saved <time>", n["name"]), n["id"],  # noqa: E731
+            flat = lambda obs: [(n["role"], re.sub(r"^Saved \S+ \S+ UTC$", "Saved <time>", n["name"]), n["id"],
                                  n.get("value"), n.get("checked")) for n, _ in iter_nodes(obs.accessibility_tree)]
             assert flat(mine) == flat(real), action
             assert mine.raw["focused"] == real.raw["focused"]

@@ -10,38 +10,24 @@ condition x trial is an item ``bench/extradup::<reward>::<condition>::trial<k>``
 
 A reward is a plain callable ``reward(evidence) -> bool | float | None`` (see ``cells.Evidence``).
 
-This module imports only pytest and the standard library: the plugin calls :func:`add_options`
-at startup in every pytest run.
+The plugin registers the benchmark (``plugin.py``) and defines ``--reward`` (``options.py``) without
+importing this package; it is imported only when the benchmark is made, through :func:`make_provider`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pytest
 
-NAME = "extradup"
-DESCRIPTION = "does a reward pay for wrong writes? five wrong MockMed writes x reference rewards, offline"
+    from .suite import ExtraDup
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """``--reward module:callable`` (repeatable) and the ini key ``agentbench_reward``; defined in
-    ``options.py`` so that a plain pytest run never imports this package."""
-    from ...options import add_extradup_options
-
-    add_extradup_options(parser)
-
-
-def make_provider(config: pytest.Config | None) -> Any:
+def make_provider(config: pytest.Config | None) -> ExtraDup:
     """The suite provider (``registry.register_suite`` factory)."""
     from .suite import ExtraDup
 
     if config is None:
         raise ValueError("the extradup benchmark needs a pytest config")
     return ExtraDup(config)
-
-
-def register(registry: Any) -> None:
-    """Register the benchmark on a ``BenchmarkRegistry``."""
-    registry.register_suite(NAME, make_provider, description=DESCRIPTION)

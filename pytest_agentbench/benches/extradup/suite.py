@@ -206,7 +206,9 @@ class ExtraDup:
             if report.when == "call" or (report.when == "setup" and not report.passed):
                 setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
                 if report.skipped and isinstance(report.longrepr, tuple):
-                    report.longrepr = (item.nodeid, None, report.longrepr[2])
+                    # No line number: the skip summary then names the item alone. pytest's own summary
+                    # takes None here (terminal._folded_skips); TestReport's annotation says int.
+                    report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -28,9 +28,12 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .store import ENCOUNTER_TYPES, Store
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 CONDITIONS: tuple[str, ...] = ("clean", "theme", "rename")
 COOKIE = "mockmed_session"
@@ -342,7 +345,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     server_version = "MockMed/1.0"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     # -- helpers --------------------------------------------------------------------------------
@@ -387,10 +390,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.NOT_FOUND, render_not_found(condition=self.server.condition, user=user))
 
     # -- routes ---------------------------------------------------------------------------------
-    def do_HEAD(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_HEAD(self) -> None:
         self.do_GET()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         path = urllib.parse.urlsplit(self.path).path
         condition = self.server.condition
         store = self.server.store
@@ -439,7 +442,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._not_found(user)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         path = urllib.parse.urlsplit(self.path).path
         condition = self.server.condition
         store = self.server.store
@@ -494,7 +497,9 @@ class MockMedServer:
         except BaseException:
             self.store.close()
             raise
-        self.host, self.port = self._server.server_address[:2]
+        # The bound address (the port the OS picked for port 0); an AF_INET socket names it (host, port).
+        address: tuple[str, int] = self._server.socket.getsockname()[:2]
+        self.host, self.port = address
         self.url = f"http://{self.host}:{self.port}/"
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.005},
                                         name=f"mockmed-{self.port}", daemon=True)
@@ -510,7 +515,7 @@ class MockMedServer:
         self._thread.join(timeout=5)
         self.store.close()
 
-    def __enter__(self) -> MockMedServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,18 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...agent import Agent
-from ...agents.replay import (  # noqa: F401 - MARGIN, THRESHOLD, WEIGHTS, score: re-exported
-    MARGIN,
-    THRESHOLD,
-    WEIGHTS,
-    ReplayAgent,
-    banner,
-    heading,
-    load_workflow,
-    row_key,
-    score,
-    walk,
-)
+from ...agents.replay import ReplayAgent, banner, heading, load_workflow, row_key, walk
 from ...agents.replay import center as _center
 from ...model import Action, Observation, Task
 
@@ -113,7 +102,7 @@ class ScriptAgent(Agent):
         self.trace.append((step, node, tree))
         if step.kind == "type":
             return Action(type="type", text=step.text)
-        return Action(type="click", target_id=str(node["id"]))
+        return Action(type="click", target_node_id=str(node["id"]))
 
 
 def script_by_position() -> ScriptAgent:
@@ -125,9 +114,8 @@ def script_by_name() -> ScriptAgent:
 
 
 # -- compiled replay -----------------------------------------------------------------------------
-# The matching (walk, row_key, heading, banner, score, WEIGHTS, THRESHOLD, MARGIN) and the replay
-# itself are the general replay agent's (agents/replay.py), imported above under the names this
-# module always had: there is one implementation.
+# The matching (walk, row_key, heading, banner; the scoring's weights, threshold and margin) and the
+# replay itself are the general replay agent's (agents/replay.py): there is one implementation.
 
 #: What the compiled arm checks after its last step: the saved banner, as the scripts do.
 SAVED = {"banner_prefix": "Encounter saved", "reason": "the saved banner did not appear"}
@@ -139,7 +127,7 @@ def compile_demonstration(agent: ScriptAgent, observations: list[Observation]) -
     steps = []
     for index, (step, node, tree) in enumerate(agent.trace):
         after = observations[index].accessibility_tree if index < len(observations) else None
-        viewport = tuple(observations[index].viewport or (1280, 800)) if index < len(observations) else (1280, 800)
+        viewport = (observations[index].viewport or (1280, 800)) if index < len(observations) else (1280, 800)
         row = next((r for n, r in walk(tree) if n is node), None)
         steps.append({
             "action": step.kind,

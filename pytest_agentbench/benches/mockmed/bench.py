@@ -10,15 +10,30 @@ wrong type is a *wrong write* and is named in the verdict.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...benchmark import Benchmark, InfrastructureError
 from ...model import Action, Criterion, Observation, Task, Verdict
-from .arms import (ARMS, GOLD_NOTE, GOLD_PATIENT, GOLD_TYPE, CompiledReplay, banner, record_workflow,
-                   script_by_name, script_by_position)
+from .arms import (
+    ARMS,
+    GOLD_NOTE,
+    GOLD_PATIENT,
+    GOLD_TYPE,
+    CompiledReplay,
+    banner,
+    record_workflow,
+    script_by_name,
+    script_by_position,
+)
+
+if TYPE_CHECKING:
+    from .app import MockMedServer
+    from .driver import Driver
+    from .store import Store
 
 CONDITIONS = ("clean", "theme", "rename")
 RUNS = 3
@@ -50,9 +65,9 @@ class MockMedBenchmark(Benchmark):
                 raise ValueError(problem)
         self.conditions, self.arms, self.runs, self.driver_kind = conditions, arms, runs, driver
         self._folder: Path | None = None
-        self._server: Any = None
-        self._store: Any = None
-        self._driver: Any = None
+        self._server: MockMedServer | None = None
+        self._store: Store | None = None
+        self._driver: Driver | None = None
         self._last: Observation | None = None
         self._workflow: dict[str, Any] | None = None
         self._agents: dict[str, Any] = {}
@@ -119,7 +134,7 @@ class MockMedBenchmark(Benchmark):
                         action = agent.act(observation, demo_task, [])
                         if action.is_terminal:
                             break
-                        observation = self._driver.act(action)
+                        observation = self._running().act(action)
                         observations.append(observation)
                 finally:
                     self._stop()
@@ -144,7 +159,7 @@ class MockMedBenchmark(Benchmark):
             self._stop()
             raise InfrastructureError(f"MockMed did not start: {exc}") from exc
 
-    def _make_driver(self, url: str) -> Any:
+    def _make_driver(self, url: str) -> Driver:
         from . import driver
 
         if self.driver_kind == "browser":
@@ -154,10 +169,8 @@ class MockMedBenchmark(Benchmark):
     def _stop(self) -> None:
         for thing, method in ((self._driver, "close"), (self._server, "stop"), (self._store, "close")):
             if thing is not None and hasattr(thing, method):
-                try:
+                with contextlib.suppress(Exception):  # best effort; the folder goes next
                     getattr(thing, method)()
-                except Exception:  # noqa: BLE001 - best effort; the folder goes next
-                    pass
         self._driver = self._server = self._store = None
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
@@ -168,10 +181,13 @@ class MockMedBenchmark(Benchmark):
         return self._last
 
     def step(self, action: Action) -> Observation:
+        self._last = self._running().act(action)
+        return self._last
+
+    def _running(self) -> Driver:
         if self._driver is None:
             raise InfrastructureError("MockMed is not running; reset first")
-        self._last = self._driver.act(action)
-        return self._last
+        return self._driver
 
     # -- checker -----------------------------------------------------------------------------
     def evaluate(self, task: Task, final_action: Action | None) -> Verdict:

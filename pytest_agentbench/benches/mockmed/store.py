@@ -24,36 +24,58 @@ ENCOUNTER_TYPES = ("Triage", "Consult")
 #: The fields an encounter may have; anything else is an extra field (a wrong write).
 ENCOUNTER_FIELDS = ("id", "patient_id", "type", "note", "created_at")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS patients (
-    id TEXT PRIMARY KEY, name TEXT NOT NULL, mrn TEXT NOT NULL, dob TEXT NOT NULL,
-    reason TEXT NOT NULL, priority TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS encounters (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    patient_id TEXT NOT NULL REFERENCES patients(id),
-    type TEXT,
-    note TEXT,
-    created_at TEXT NOT NULL,
-    extra TEXT  -- JSON object of fields outside the form (only wrong writes set it)
-);
-"""
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS patients (
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, mrn TEXT NOT NULL, dob TEXT NOT NULL,
+        reason TEXT NOT NULL, priority TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS encounters (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        patient_id TEXT NOT NULL REFERENCES patients(id),
+        type TEXT,
+        note TEXT,
+        created_at TEXT NOT NULL,
+        extra TEXT  -- JSON object of fields outside the form (only wrong writes set it)
+    )""",
+)
 
 
 class Store:
-    """A MockMed database file. Thread-safe for the app's threaded server (one lock)."""
+    """A MockMed database file. Thread-safe for the app's threaded server (one lock).
+
+    The schema and the patients are created in one transaction: a fresh store costs one commit
+    (one round of syncs to the disk) rather than one per table and per row, and a store is never
+    left half-seeded. Each encounter is still its own committed transaction, because the app
+    says "saved" only once the record is on disk.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
-        with self._lock:
-            self._db.executescript(_SCHEMA)
+        try:
+            with self._lock:
+                self._seed()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _seed(self) -> None:
+        """Create the tables and the patients unless they are there; an existing store is unchanged."""
+        self._db.execute("BEGIN")
+        try:
+            for statement in _SCHEMA:
+                self._db.execute(statement)
             if not self._db.execute("SELECT COUNT(*) FROM patients").fetchone()[0]:
                 self._db.executemany(
                     "INSERT INTO patients (id, name, mrn, dob, reason, priority) VALUES (?, ?, ?, ?, ?, ?)",
                     [(p["id"], p["name"], p["mrn"], p["dob"], p["reason"], p["priority"]) for p in PATIENTS])
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         with self._lock:
