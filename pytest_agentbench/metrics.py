@@ -110,11 +110,21 @@ def results_block(m: Mapping[str, Any]) -> list[str]:
         "=" * 50,
         f"Attempts:     {m['num_attempts']}",
         f"Outcomes:     {m['num_outcome_tasks']}",
-        f"Errors:       {m['error_count']}",
+        f"Errors:       {m['error_count']}{error_breakdown(m)}",
         f"Success rate: {format_rate(m['success_rate'])} (outcomes only)",
         f"Avg score:    {format_score(m['avg_score'])} (outcomes only)",
         f"Avg steps:    {m['avg_steps']:.1f} (all attempts)",
     ]
+
+
+def error_breakdown(m: Mapping[str, Any]) -> str:
+    """The error count's parts, since pytest counts them apart: agent errors are failures to
+    pytest (the agent played a scored attempt), infrastructure and evaluation errors are errors."""
+    parts = [(m.get("num_agent_failures", 0), "agent (failed, to pytest)"),
+             (m.get("num_infrastructure_failures", 0), "infrastructure"),
+             (m.get("num_evaluation_failures", 0), "evaluation")]
+    named = [f"{count} {label}" for count, label in parts if count]
+    return f" ({', '.join(named)})" if named else ""
 
 
 def domain_table(domains: Mapping[str, Mapping[str, Any]]) -> list[str]:

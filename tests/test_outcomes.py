@@ -68,7 +68,7 @@ def test_summary_counts_outcomes_only(outcome_run):
     assert summary["error_count"] == 4  # infra, evaluation and the two agent errors, as the reference counts
     assert summary["num_not_evaluated"] == 1
     result.stdout.fnmatch_lines([
-        "Attempts:     8", "Outcomes:     5", "Errors:       4",
+        "Attempts:     8", "Outcomes:     5", "Errors:       4 (2 agent (failed, to pytest), 1 infrastructure, 1 evaluation)",
         "Success rate: 20.0% (outcomes only)", "Avg score:    0.300 (outcomes only)",
     ])
 
@@ -88,7 +88,7 @@ def agent():
     rows = results(only_run_folder(pytester.path))
     assert [r["status"] for r in rows] == ["error", "error"]
     assert all(r["error_type"] == "infrastructure" and "no GPU" in r["error"] for r in rows)
-    result.stdout.fnmatch_lines(["Errors:       2", "Success rate: n/a (outcomes only)"])
+    result.stdout.fnmatch_lines(["Errors:       2 (2 infrastructure)", "Success rate: n/a (outcomes only)"])
 
 
 def test_x_stops_after_the_first_failure(run, pytester):

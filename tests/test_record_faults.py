@@ -44,7 +44,7 @@ def test_a_sigkilled_workers_item_is_recorded_as_an_error(run_sub, pytester, mon
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["statuses"] == {"error": 1, "passed": 4}
     assert summary["num_attempts"] == 5 and summary["num_infrastructure_failures"] == 1
-    result.stdout.fnmatch_lines(["Errors:       1"])
+    result.stdout.fnmatch_lines(["Errors:       1 (1 infrastructure)"])
 
 
 TORN_WRITES = """
