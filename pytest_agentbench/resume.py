@@ -152,18 +152,69 @@ def split(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
 
 
 class ResumeDeselect:
-    """Every process that collects: deselect the items that are done."""
+    """Every process that collects: drop the items that are done. They are not "deselected" (no
+    ``pytest_deselected``): the controller reports them from their records (``ResumedReports``),
+    so the terminal counts each item once, as passed, failed, ... like the rest of the run."""
 
     def __init__(self, done: Iterable[str]) -> None:
         self.done = set(done)
 
+    @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        if not self.done:
-            return
-        keep = [item for item in items if item.nodeid not in self.done]
-        if len(keep) != len(items):
-            config.hook.pytest_deselected(items=[item for item in items if item.nodeid in self.done])
-            items[:] = keep
+        if self.done:
+            items[:] = [item for item in items if item.nodeid not in self.done]
+
+
+class ResumedReports:
+    """Controller: once this session's items have played, report every item already done from
+    its record, as if it had played now (setup, call and teardown reports, with the recorded
+    outcome and duration). So ``--junitxml``, the terminal's counts and exit status, and
+    ``--lf``'s cache cover the whole run, while results.jsonl keeps its one record per item.
+    Each report carries the property ``agentbench_resumed`` = "from run FOLDER, not replayed"."""
+
+    def __init__(self, records: Iterable[Mapping[str, Any]], folder: Path) -> None:
+        self.records = [r for r in records if r.get("nodeid")]
+        self.note = f"from run {folder}, not replayed"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        try:
+            return (yield)
+        finally:
+            for record in self.records:
+                for report in reports_of(record, self.note):
+                    session.config.hook.pytest_runtest_logreport(report=report)
+            session.testscollected += len(self.records)
+
+
+def reports_of(record: Mapping[str, Any], note: str) -> list[pytest.TestReport]:
+    """The setup, call and teardown reports of a done item, from its record's ``status``."""
+    nodeid = str(record["nodeid"])
+    path, _, rest = nodeid.partition("::")
+    location = (path, None, rest or nodeid)
+    status = str(record.get("status") or "passed")
+    reason = str(record.get("reason") or record.get("error") or status)
+    properties = [("agentbench_resumed", note)]
+    duration = float(record.get("duration") or 0.0)
+
+    def report(when: Any, outcome: Any, longrepr: Any = None, seconds: float = 0.0,
+               wasxfail: str | None = None) -> pytest.TestReport:
+        made = pytest.TestReport(nodeid, location, {}, outcome, longrepr, when, duration=seconds,
+                                 user_properties=properties)
+        if wasxfail is not None:
+            made.wasxfail = wasxfail  # type: ignore[attr-defined]
+        return made
+
+    if status == "error":
+        first = [report("setup", "failed", f"{note}: {reason}", duration)]
+    elif status == "skipped":
+        first = [report("setup", "skipped", (path, 0, f"Skipped: {reason} ({note})"), duration)]
+    else:
+        call = {"passed": ("passed", None, None), "failed": ("failed", f"{note}: {reason}", None),
+                "xfailed": ("skipped", None, reason), "xpassed": ("passed", None, reason)}
+        outcome, longrepr, wasxfail = call.get(status, call["failed"])
+        first = [report("setup", "passed"), report("call", outcome, longrepr, duration, wasxfail)]
+    return [*first, report("teardown", "passed")]
 
 
 def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
@@ -185,6 +236,9 @@ def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
         except ValueError:
             pass  # a hand-edited run.json: the summary gets this session's start instead
     config.pluginmanager.register(ResumeDeselect(resume.done), "agentbench-resume")
+    # Done items are reported from their records; the controller never records them again.
+    controller.recorded.update(resume.done)
+    config.pluginmanager.register(ResumedReports(resume.kept, folder.path), "agentbench-resumed-reports")
     return folder
 
 
