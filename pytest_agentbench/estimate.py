@@ -61,7 +61,7 @@ def lines(config: pytest.Config, state: Any, items: list[Any]) -> list[str]:
     estimates = {b: step_estimate(config, registry, agent, s) for b, s in screens.items()}
     steps = [step_limit(t, state.settings.max_steps) for t in tasks]
     paid = [(t, k) for t, k in zip(tasks, steps) if estimates.get(t.benchmark) is not None]
-    model_usd = sum(k * estimates[t.benchmark].cost_usd for t, k in paid)  # type: ignore[union-attr]
+    model_usd = sum(k * e.cost_usd for t, k in paid if (e := estimates.get(t.benchmark)) is not None)
     model = next((e.model for e in estimates.values() if e is not None), None)
     out = [f"  {n} tasks (agent {agent}{', ' + model if model else ''}):"]
     vm = _vm_line(config, n)

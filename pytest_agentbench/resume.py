@@ -145,7 +145,7 @@ def split(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
         if previous is not None:
             replaced.append(previous)
         by_node[key] = record
-    kept = []
+    kept: list[dict[str, Any]] = []
     for record in by_node.values():
         (kept if is_final(record) else replaced).append(record)
     return kept, replaced

@@ -11,7 +11,6 @@ import time
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import QUIET, only_run_folder, results
 from test_trials import FLAKY
 
