@@ -91,6 +91,13 @@ class Resume:
 
     def open(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> RunFolder:
         """Check RUN against this selection and prepare its folder; usage errors say why not."""
+        self.check(state, manifest, trials, seed)
+        self._rewrite()
+        return self.folder
+
+    def check(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> None:
+        """Check RUN against this selection and split its records, writing nothing (a dry run
+        prices only what is left with this)."""
         flag = f"--resume {self.folder.path}"
         new = identity(state, manifest, trials, seed)
         run_file = self.folder.path / RUN_FILE
@@ -113,8 +120,6 @@ class Resume:
                 raise pytest.UsageError(f"{flag}: {exc}") from None
         self.kept, self.replaced = split(records)
         self.created_at = old.get("created_at") if isinstance(old.get("created_at"), str) else None
-        self._rewrite()
-        return self.folder
 
     def _rewrite(self) -> None:
         """results.jsonl keeps the final records; the ones to be replayed move aside, appended
@@ -249,6 +254,38 @@ def record_identity(controller: Any, config: pytest.Config, folder: RunFolder) -
     settings = trial_settings(config)
     write_identity(folder, identity(controller.state, controller.state.manifest, settings.trials, settings.seed,
                                     controller.started.isoformat(timespec="seconds")))
+
+
+def items_left(config: pytest.Config, manifest: Manifest | None) -> int | None:
+    """How many items this session may play at most: the manifest's tasks times the trials, less
+    the items a resumed run has done (``-k``/``-m`` may select fewer). None when the controller
+    has no manifest of episodes (nothing to bound the count by)."""
+    from .trials import trial_settings
+
+    if manifest is None or not manifest.suites:
+        return None
+    planned = sum(len(suite.tasks) for suite in manifest.suites) * trial_settings(config).trials
+    plugin = config.pluginmanager.get_plugin("agentbench-resume")
+    done = len(plugin.done) if isinstance(plugin, ResumeDeselect) else 0
+    return max(0, planned - done)
+
+
+def not_done(config: pytest.Config, state: AgentbenchPlugin, items: list[Any]) -> list[Any]:
+    """``items`` less those a resumed run has done: what a dry run of ``--resume RUN`` prices.
+    The dry run only collects, so RUN is checked here, read-only (a mismatch is a usage error)."""
+    from .trials import trial_settings
+
+    settings = trial_settings(config)
+    if settings.resume is None or state.manifest is None:
+        return items
+    plugin = config.pluginmanager.get_plugin("agentbench-resume")
+    if isinstance(plugin, ResumeDeselect):
+        done = plugin.done
+    else:
+        resume = Resume(settings.resume)
+        resume.check(state, state.manifest, settings.trials, settings.seed)
+        done = set(resume.done)
+    return [item for item in items if item.nodeid not in done]
 
 
 def worker_input(config: pytest.Config) -> dict[str, Any]:
