@@ -6,14 +6,17 @@ benchmarks, agent, task list, trials and trial seed, recorded in ``run.json`` wh
 started), and splits RUN's records:
 
 * an item whose last record is final (anything but an infrastructure error, or a skip because the
-  budget was spent) is done: it is deselected, never played again, and its record counts in the
-  summary and statistics as if this session had played it;
+  budget was spent) is done: it is left out of collection, never played again, and its record
+  counts in the summary and statistics as if this session had played it; once this session's
+  items have played, the controller reports it from its record (``ResumedReports``), so the
+  terminal, the exit status, ``--junitxml`` and ``--lf`` see the whole run;
 * the other items (no record, or ended by an infrastructure error) are played; the records they
   replace move to ``results.replaced.jsonl`` so results.jsonl ends with one record per item.
 
-Under xdist the controller hands the done node ids to the workers, which deselect the same items
+Under xdist the controller hands the done node ids to the workers, which leave out the same items
 while collecting. The budget ledger is the run folder's, so money already spent counts against
-``--max-cost-usd``; the pool only starts VMs for items that still play.
+``--max-cost-usd``; a cloud pool creates VMs only for the items left (``items_left``), and a dry
+run prices only those (``not_done``).
 """
 
 from __future__ import annotations
