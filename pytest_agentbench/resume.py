@@ -184,15 +184,25 @@ class ResumedReports:
         self.records = [r for r in records if r.get("nodeid")]
         self.note = f"from run {folder}, not replayed"
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(wrapper=True, trylast=True)  # inside the terminal's, which ends the progress line
     def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        # The done items count as collected (the terminal's progress, and a run with nothing left
+        # is not "no tests collected"); xdist sets the count from its workers' collections.
+        xdist = session.config.pluginmanager.hasplugin("dsession")
+        if not xdist:
+            session.testscollected += len(self.records)
         try:
             return (yield)
         finally:
+            if xdist:
+                session.testscollected += len(self.records)
+            hook = session.config.hook
             for record in self.records:
-                for report in reports_of(record, self.note):
-                    session.config.hook.pytest_runtest_logreport(report=report)
-            session.testscollected += len(self.records)
+                reports = reports_of(record, self.note)
+                hook.pytest_runtest_logstart(nodeid=reports[0].nodeid, location=reports[0].location)
+                for report in reports:
+                    hook.pytest_runtest_logreport(report=report)
+                hook.pytest_runtest_logfinish(nodeid=reports[0].nodeid, location=reports[0].location)
 
 
 def reports_of(record: Mapping[str, Any], note: str) -> list[pytest.TestReport]:

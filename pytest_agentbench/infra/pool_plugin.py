@@ -262,18 +262,23 @@ class PoolManager:
 
         if self.cloud is None:
             return
-        if self.cloud.options.folder is None:
-            from ..session import STATE_KEY
-
-            state = self.config.stash.get(STATE_KEY, None)
-            folder = state.run_folder.path if state is not None and state.run_folder is not None else None
-            if folder is not None:
-                self.set_folder(folder)
+        self._find_folder()
         try:
             self.cloud.provision(count)
         except ProviderError as exc:
             self._provision_error = str(exc)
             raise pytest.UsageError(f"--pool {self.kind}: {exc}") from None
+
+    def _find_folder(self) -> None:
+        """Keys and pool.json go into the run folder's ``pool/``, once there is a run folder."""
+        if self.cloud is None or self.cloud.options.folder is not None:
+            return
+        from ..session import STATE_KEY
+
+        state = self.config.stash.get(STATE_KEY, None)
+        folder = state.run_folder.path if state is not None and state.run_folder is not None else None
+        if folder is not None:
+            self.set_folder(folder)
 
     def lease_for(self, holder: str) -> dict[str, Any] | None:
         """What an xdist worker starts with: its static host, or a cloud pool's ticket for a VM."""
@@ -299,6 +304,7 @@ class PoolManager:
         with self._grant_lock:
             lease = self.cloud.lease(holder)  # another request's VM may have been freed meanwhile
             if lease is None:
+                self._find_folder()
                 try:
                     self.cloud.provision(1)
                 except ProviderError as exc:
