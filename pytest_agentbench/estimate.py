@@ -1,7 +1,7 @@
 """``--dry-run``: what the selected tasks would cost, VM and model, before anything starts.
 
-The run only collects (so ``-k``, ``-m`` and ``--bench-task`` choose the tasks); no worker, VM or
-model call is started. The block has the shape of the reference tool's estimate::
+The run only collects (so ``-k``, ``-m`` and ``--bench-task`` choose the tasks; with ``--resume RUN``
+only the items RUN has not finished count); no worker, VM or model call is started. The block has the shape of the reference tool's estimate::
 
       154 tasks (agent api-claude, claude-sonnet-4-5):
         Azure VM-hours:        8.80 vm-hours @ $0.4520/hr = $3.98
@@ -48,9 +48,10 @@ def step_estimate(config: pytest.Config, registry: Any, agent_name: str, screen:
 def lines(config: pytest.Config, state: Any, items: list[Any]) -> list[str]:
     from .collect import BenchItem
     from .episode import step_limit
+    from .resume import not_done
     from .session import task_from_item
 
-    tasks = [task_from_item(i) for i in items if isinstance(i, BenchItem)]
+    tasks = [task_from_item(i) for i in not_done(config, state, items) if isinstance(i, BenchItem)]
     n = len(tasks)
     agent = state.settings.agent
     screens = {}
@@ -61,7 +62,7 @@ def lines(config: pytest.Config, state: Any, items: list[Any]) -> list[str]:
     estimates = {b: step_estimate(config, registry, agent, s) for b, s in screens.items()}
     steps = [step_limit(t, state.settings.max_steps) for t in tasks]
     paid = [(t, k) for t, k in zip(tasks, steps) if estimates.get(t.benchmark) is not None]
-    model_usd = sum(k * estimates[t.benchmark].cost_usd for t, k in paid)  # type: ignore[union-attr]
+    model_usd = sum(k * e.cost_usd for t, k in paid if (e := estimates.get(t.benchmark)) is not None)
     model = next((e.model for e in estimates.values() if e is not None), None)
     out = [f"  {n} tasks (agent {agent}{', ' + model if model else ''}):"]
     vm = _vm_line(config, n)

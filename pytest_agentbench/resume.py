@@ -6,14 +6,17 @@ benchmarks, agent, task list, trials and trial seed, recorded in ``run.json`` wh
 started), and splits RUN's records:
 
 * an item whose last record is final (anything but an infrastructure error, or a skip because the
-  budget was spent) is done: it is deselected, never played again, and its record counts in the
-  summary and statistics as if this session had played it;
+  budget was spent) is done: it is left out of collection, never played again, and its record
+  counts in the summary and statistics as if this session had played it; once this session's
+  items have played, the controller reports it from its record (``ResumedReports``), so the
+  terminal, the exit status, ``--junitxml`` and ``--lf`` see the whole run;
 * the other items (no record, or ended by an infrastructure error) are played; the records they
   replace move to ``results.replaced.jsonl`` so results.jsonl ends with one record per item.
 
-Under xdist the controller hands the done node ids to the workers, which deselect the same items
+Under xdist the controller hands the done node ids to the workers, which leave out the same items
 while collecting. The budget ledger is the run folder's, so money already spent counts against
-``--max-cost-usd``; the pool only starts VMs for items that still play.
+``--max-cost-usd``; a cloud pool creates VMs only for the items left (``items_left``), and a dry
+run prices only those (``not_done``).
 """
 
 from __future__ import annotations
@@ -91,6 +94,13 @@ class Resume:
 
     def open(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> RunFolder:
         """Check RUN against this selection and prepare its folder; usage errors say why not."""
+        self.check(state, manifest, trials, seed)
+        self._rewrite()
+        return self.folder
+
+    def check(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> None:
+        """Check RUN against this selection and split its records, writing nothing (a dry run
+        prices only what is left with this)."""
         flag = f"--resume {self.folder.path}"
         new = identity(state, manifest, trials, seed)
         run_file = self.folder.path / RUN_FILE
@@ -113,8 +123,6 @@ class Resume:
                 raise pytest.UsageError(f"{flag}: {exc}") from None
         self.kept, self.replaced = split(records)
         self.created_at = old.get("created_at") if isinstance(old.get("created_at"), str) else None
-        self._rewrite()
-        return self.folder
 
     def _rewrite(self) -> None:
         """results.jsonl keeps the final records; the ones to be replayed move aside, appended
@@ -145,25 +153,86 @@ def split(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
         if previous is not None:
             replaced.append(previous)
         by_node[key] = record
-    kept = []
+    kept: list[dict[str, Any]] = []
     for record in by_node.values():
         (kept if is_final(record) else replaced).append(record)
     return kept, replaced
 
 
 class ResumeDeselect:
-    """Every process that collects: deselect the items that are done."""
+    """Every process that collects: drop the items that are done. They are not "deselected" (no
+    ``pytest_deselected``): the controller reports them from their records (``ResumedReports``),
+    so the terminal counts each item once, as passed, failed, ... like the rest of the run."""
 
     def __init__(self, done: Iterable[str]) -> None:
         self.done = set(done)
 
+    @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        if not self.done:
-            return
-        keep = [item for item in items if item.nodeid not in self.done]
-        if len(keep) != len(items):
-            config.hook.pytest_deselected(items=[item for item in items if item.nodeid in self.done])
-            items[:] = keep
+        if self.done:
+            items[:] = [item for item in items if item.nodeid not in self.done]
+
+
+class ResumedReports:
+    """Controller: once this session's items have played, report every item already done from
+    its record, as if it had played now (setup, call and teardown reports, with the recorded
+    outcome and duration). So ``--junitxml``, the terminal's counts and exit status, and
+    ``--lf``'s cache cover the whole run, while results.jsonl keeps its one record per item.
+    Each report carries the property ``agentbench_resumed`` = "from run FOLDER, not replayed"."""
+
+    def __init__(self, records: Iterable[Mapping[str, Any]], folder: Path) -> None:
+        self.records = [r for r in records if r.get("nodeid")]
+        self.note = f"from run {folder}, not replayed"
+
+    @pytest.hookimpl(wrapper=True, trylast=True)  # inside the terminal's, which ends the progress line
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        # The done items count as collected (the terminal's progress, and a run with nothing left
+        # is not "no tests collected"); xdist sets the count from its workers' collections.
+        xdist = session.config.pluginmanager.hasplugin("dsession")
+        if not xdist:
+            session.testscollected += len(self.records)
+        try:
+            return (yield)
+        finally:
+            if xdist:
+                session.testscollected += len(self.records)
+            hook = session.config.hook
+            for record in self.records:
+                reports = reports_of(record, self.note)
+                hook.pytest_runtest_logstart(nodeid=reports[0].nodeid, location=reports[0].location)
+                for report in reports:
+                    hook.pytest_runtest_logreport(report=report)
+                hook.pytest_runtest_logfinish(nodeid=reports[0].nodeid, location=reports[0].location)
+
+
+def reports_of(record: Mapping[str, Any], note: str) -> list[pytest.TestReport]:
+    """The setup, call and teardown reports of a done item, from its record's ``status``."""
+    nodeid = str(record["nodeid"])
+    path, _, rest = nodeid.partition("::")
+    location = (path, None, rest or nodeid)
+    status = str(record.get("status") or "passed")
+    reason = str(record.get("reason") or record.get("error") or status)
+    properties = [("agentbench_resumed", note)]
+    duration = float(record.get("duration") or 0.0)
+
+    def report(when: Any, outcome: Any, longrepr: Any = None, seconds: float = 0.0,
+               wasxfail: str | None = None) -> pytest.TestReport:
+        made = pytest.TestReport(nodeid, location, {}, outcome, longrepr, when, duration=seconds,
+                                 user_properties=properties)
+        if wasxfail is not None:
+            made.wasxfail = wasxfail  # type: ignore[attr-defined]
+        return made
+
+    if status == "error":
+        first = [report("setup", "failed", f"{note}: {reason}", duration)]
+    elif status == "skipped":
+        first = [report("setup", "skipped", (path, 0, f"Skipped: {reason} ({note})"), duration)]
+    else:
+        call = {"passed": ("passed", None, None), "failed": ("failed", f"{note}: {reason}", None),
+                "xfailed": ("skipped", None, reason), "xpassed": ("passed", None, reason)}
+        outcome, longrepr, wasxfail = call.get(status, call["failed"])
+        first = [report("setup", "passed"), report("call", outcome, longrepr, duration, wasxfail)]
+    return [*first, report("teardown", "passed")]
 
 
 def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
@@ -185,6 +254,9 @@ def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
         except ValueError:
             pass  # a hand-edited run.json: the summary gets this session's start instead
     config.pluginmanager.register(ResumeDeselect(resume.done), "agentbench-resume")
+    # Done items are reported from their records; the controller never records them again.
+    controller.recorded.update(resume.done)
+    config.pluginmanager.register(ResumedReports(resume.kept, folder.path), "agentbench-resumed-reports")
     return folder
 
 
@@ -195,6 +267,38 @@ def record_identity(controller: Any, config: pytest.Config, folder: RunFolder) -
     settings = trial_settings(config)
     write_identity(folder, identity(controller.state, controller.state.manifest, settings.trials, settings.seed,
                                     controller.started.isoformat(timespec="seconds")))
+
+
+def items_left(config: pytest.Config, manifest: Manifest | None) -> int | None:
+    """How many items this session may play at most: the manifest's tasks times the trials, less
+    the items a resumed run has done (``-k``/``-m`` may select fewer). None when the controller
+    has no manifest of episodes (nothing to bound the count by)."""
+    from .trials import trial_settings
+
+    if manifest is None or not manifest.suites:
+        return None
+    planned = sum(len(suite.tasks) for suite in manifest.suites) * trial_settings(config).trials
+    plugin = config.pluginmanager.get_plugin("agentbench-resume")
+    done = len(plugin.done) if isinstance(plugin, ResumeDeselect) else 0
+    return max(0, planned - done)
+
+
+def not_done(config: pytest.Config, state: AgentbenchPlugin, items: list[Any]) -> list[Any]:
+    """``items`` less those a resumed run has done: what a dry run of ``--resume RUN`` prices.
+    The dry run only collects, so RUN is checked here, read-only (a mismatch is a usage error)."""
+    from .trials import trial_settings
+
+    settings = trial_settings(config)
+    if settings.resume is None or state.manifest is None:
+        return items
+    plugin = config.pluginmanager.get_plugin("agentbench-resume")
+    if isinstance(plugin, ResumeDeselect):
+        done = plugin.done
+    else:
+        resume = Resume(settings.resume)
+        resume.check(state, state.manifest, settings.trials, settings.seed)
+        done = set(resume.done)
+    return [item for item in items if item.nodeid not in done]
 
 
 def worker_input(config: pytest.Config) -> dict[str, Any]:

@@ -18,18 +18,24 @@ class XdistController:
         self.state = state
 
     def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
-        """A cloud pool creates one VM per worker now, before any worker starts."""
+        """A cloud pool creates one VM per worker now, before any worker starts (so they boot
+        together, and a refusal is a usage error), but none for work already done: never more
+        than the items left to play (``--resume``: those without a final record)."""
         pools = self.state.pools
         if pools is not None and pools.cloud is not None:
             from .infra.pool_plugin import requested_workers
+            from .resume import items_left
 
-            pools.provision(max(len(specs), requested_workers(config)))
+            wanted = max(len(specs), requested_workers(config))
+            left = items_left(config, self.state.manifest)
+            pools.provision(wanted if left is None else min(wanted, left))
 
     def pytest_configure_node(self, node: Any) -> None:
         from .session import LEASE_INPUT, MANIFEST_INPUT, RUNFOLDER_INPUT
 
         if self.state.pools is not None:
-            # One host per worker from the free list; a replacement worker gets the next free one.
+            # A static pool's host per worker from the free list (a replacement worker gets the
+            # next free one); a cloud pool's ticket, traded for a VM on the worker's first item.
             node.workerinput[LEASE_INPUT] = self.state.pools.lease_for(node.gateway.id)
         folder = self.state.run_folder
         if folder is None:

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("boto3")
 pytest.importorskip("moto")
 
-from pytest_agentbench.infra.cloud_pool import CloudPool, PoolOptions  # noqa: E402
-from pytest_agentbench.infra.providers import make_provider  # noqa: E402
-from pytest_agentbench.infra.providers.base import ProviderConfig  # noqa: E402
+from pytest_agentbench.infra.cloud_pool import CloudPool, PoolOptions
+from pytest_agentbench.infra.providers import make_provider
+from pytest_agentbench.infra.providers.base import ProviderConfig
 
 
 def ec2():
@@ -140,3 +140,78 @@ def test_pool_json_stays_whole_while_creation_threads_save(tmp_path, aws_env, mo
     assert not list(tmp_path.glob("*.tmp*"))
     for text in [*seen, (tmp_path / "pool.json").read_text()]:
         assert len(json.loads(text)["vms"]) == 20
+
+
+# -- leases on demand: xdist workers trade tickets for VMs over the controller's loopback service ---------
+@pytest.fixture
+def managers(pytester, pool):
+    """The controller's PoolManager over ``pool`` (one of its two VMs already deleted, so one is
+    free), and a maker of a worker's PoolManager holding the ticket the controller gave it."""
+    from pytest_agentbench.infra.pool_plugin import PoolManager
+
+    config = pytester.parseconfigure("--pool", "aws")
+    controller = PoolManager(config, "aws")
+    controller.cloud = pool
+    spare = pool.free.pop()
+    pool.provider.destroy([spare])
+    pool.vms.remove(spare)
+    assert len(live()) == 1
+
+    def worker(holder: str) -> PoolManager:
+        manager = PoolManager(config, "aws")
+        manager.lease = controller.lease_for(holder)
+        assert manager.lease is not None and manager.lease["kind"] == "deferred"
+        return manager
+
+    yield controller, worker
+    controller.destroy()
+    assert live() == [] and groups() == []
+
+
+def test_workers_take_a_vm_on_first_use_and_one_is_created_when_none_is_free(managers):
+    controller, worker = managers
+    first, second = worker("gw0"), worker("gw1")
+    assert len(live()) == 1  # a ticket is not a VM
+    vms: dict[str, dict] = {}
+    threads = [threading.Thread(target=lambda m=m, h=h: vms.__setitem__(h, m.vm())) for m, h in
+               ((first, "gw0"), (second, "gw1"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(live()) == 2 and vms["gw0"]["resource_id"] != vms["gw1"]["resource_id"]
+    assert {vm["resource_id"] for vm in vms.values()} == set(live())
+    assert first.vm() == vms["gw0"]  # the lease is kept: no second request
+    # A replacement worker gets the VM its crashed predecessor gave back, and nothing is created.
+    controller.release("gw0")
+    assert worker("gw2").vm() == vms["gw0"] and len(live()) == 2
+
+
+def test_a_vm_that_cannot_be_created_makes_the_workers_items_infrastructure_errors(managers, monkeypatch):
+    from pytest_agentbench.benchmark import InfrastructureError
+    from pytest_agentbench.infra.providers.base import ProviderError
+
+    controller, worker = managers
+    worker("gw0").vm()  # takes the free VM
+
+    def refuse(self, spec):
+        raise ProviderError("instance limit exceeded (test)")
+
+    monkeypatch.setattr(type(controller.cloud.provider), "create_vm", refuse)
+    second = worker("gw1")
+    for _ in range(2):  # the second item fails at once with the same reason, without asking again
+        with pytest.raises(InfrastructureError, match=r"^--pool aws: instance limit exceeded \(test\)$"):
+            second.vm()
+    assert len(live()) == 1
+
+
+def test_the_lease_service_answers_only_its_own_workers(managers):
+    from multiprocessing import AuthenticationError
+    from multiprocessing.connection import Client
+
+    controller, worker = managers
+    ticket = dict(controller.lease_for("gw0"))
+    with pytest.raises(AuthenticationError):  # the HMAC challenge fails
+        Client((ticket["host"], ticket["port"]), authkey=b"not the key").send("gw0")
+    assert len(live()) == 1 and not controller.cloud.leased
+    assert worker("gw0").vm()["resource_id"] == live()[0]  # and it still serves the real ones

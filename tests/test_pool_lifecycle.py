@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import QUIET, notepad_project, only_run_folder
+from conftest import QUIET, notepad_project, only_run_folder, results
+
 from pytest_agentbench.testing import NOTEPAD_SOLUTION
 from pytest_agentbench.testing import NOTEPAD_TASK as NOTEPAD
 
@@ -122,7 +123,7 @@ def address_echo(answer: str, status: int = 200) -> str:
     import threading
 
     class Echo(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = answer.encode()
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
@@ -230,6 +231,53 @@ def test_without_xdist_one_vm_is_created_on_first_use(run_sub, pytester, project
     result = run_sub(*project, "-k", "t1 or t2")
     result.assert_outcomes(passed=2)
     assert len(all_instances()) == 1 and live_instances() == []
+
+
+def _finished_run(run_sub, pytester, project, keep: int) -> Path:
+    """A run of the four tasks on the pool that ends normally, then cut back to its first
+    ``keep`` records (as if it had died there); returns its folder."""
+    run_sub(*project, "-n", "2", "--run-name", "run").assert_outcomes(passed=4)
+    folder = only_run_folder(pytester.path)
+    lines = (folder / "results.jsonl").read_text().splitlines()
+    (folder / "results.jsonl").write_text("".join(line + "\n" for line in lines[:keep]))
+    for mark in (pytester.path / "marks").glob("vm-*"):
+        mark.unlink()
+    return folder
+
+
+@pytest.mark.parametrize(("keep", "xdist", "vms"), [(4, ("-n", "2"), 0), (4, (), 0), (3, ("-n", "2"), 1),
+                                                    (2, ("-n", "2"), 2)],
+                         ids=["done-xdist", "done-one-process", "one-left-xdist", "two-left-xdist"])
+def test_resume_creates_vms_only_for_items_left(run_sub, pytester, project, keep, xdist, vms):
+    """No VM for work already done: a resumed run creates one per worker that plays an item."""
+    folder = _finished_run(run_sub, pytester, project, keep)
+    before = {i["InstanceId"] for i in all_instances()}
+    assert len(before) == 2 and live_instances() == []
+    result = run_sub(*project, *xdist, "--resume", str(folder))
+    result.assert_outcomes(passed=4)  # the done ones from their records
+    created = [i for i in all_instances() if i["InstanceId"] not in before]
+    assert len(created) == vms and live_instances() == [] and run_groups() == []
+    used = {json.loads(p.read_text())["resource_id"] for p in (pytester.path / "marks").glob("vm-*")}
+    assert used == {i["InstanceId"] for i in created}  # each new VM played, on a worker of its own
+    assert len(results(folder)) == 4
+    if vms:
+        result.stdout.fnmatch_lines([f"agentbench pool: creating {vms} VM(s), *"])
+        assert summary(pytester.path)["vm_cost"]["vms"] == vms
+    else:
+        assert "creating" not in result.stdout.str()
+
+
+def test_dry_run_of_a_resume_prices_only_the_items_left(run_sub, pytester, project):
+    folder = _finished_run(run_sub, pytester, project, 3)
+    result = run_sub(*project, "--pool-dry-run", "-n", "2", "--resume", str(folder))
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*Pool dry run (aws, m8i.2xlarge in us-east-1, 1 VM(s)): 1 tasks",
+                                 "*VM-hours:   0.30 vm-hours @ $0.4234/hr = $0.13   ($0.1270/task)"])
+    both = run_sub(*project, "--dry-run", "-n", "2", "--resume", str(folder))
+    assert both.ret == 0
+    both.stdout.fnmatch_lines(["*1 tasks (agent scripted*", "*AWS VM-hours: * 0.30 vm-hours @ $0.4234/hr = $0.13"])
+    assert len(all_instances()) == 2  # the first run's, none since
+    assert len(results(folder)) == 3  # a dry run writes nothing
 
 
 def test_collect_only_creates_nothing(run_sub, project):

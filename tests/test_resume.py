@@ -8,9 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import QUIET, only_run_folder, results
 from test_trials import FLAKY
 
@@ -56,7 +56,7 @@ def test_resume_after_sigterm_matches_an_uninterrupted_run(pytester, run_sub, xd
     assert 5 <= len(before) < 24 and not (folder / "summary.json").exists()
     started = json.loads((folder / "run.json").read_text())["created_at"]
     time.sleep(1.1)  # the resumed session starts in a later second
-    resumed = run_sub(*ARGS, *xdist, "--resume", str(folder))
+    resumed = run_sub(*ARGS, *xdist, "--resume", str(folder), "--junitxml", "resumed.xml")
     assert resumed.ret == 1  # task2 fails every trial
     after = results(folder)
     assert keys(after) == sorted((t, n) for t in PROBS for n in (1, 2, 3))  # one record per (task, trial)
@@ -64,17 +64,37 @@ def test_resume_after_sigterm_matches_an_uninterrupted_run(pytester, run_sub, xd
     assert finished
     for record in finished:  # finished items were not played again: their records are the same lines
         assert record in after
+    # The terminal counts the whole run: the items played now, and the done ones from their records.
     played = resumed.parseoutcomes()
-    assert played.get("passed", 0) + played.get("failed", 0) == 24 - len(before)
-    if not xdist:  # under xdist the workers deselect, and the controller does not count them
-        assert played["deselected"] == len(before)
-    run_sub(*ARGS, *xdist, "--run-name", "straight")
+    assert played.get("passed", 0) + played.get("failed", 0) == 24 and "deselected" not in played
+    run_sub(*ARGS, *xdist, "--run-name", "straight", "--junitxml", "straight.xml")
     straight = json.loads((pytester.path / "benchmark_results" / "straight" / "summary.json").read_text())
+    assert (played.get("passed", 0), played.get("failed", 0)) == (straight["success_count"],
+                                                                  24 - straight["success_count"])
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["statistics"] == straight["statistics"]
     assert summary["success_count"] == straight["success_count"] and summary["num_attempts"] == 24
     assert summary["created_at"] == started == json.loads((folder / "run.json").read_text())["created_at"]
     assert len(list((folder / "tasks" / "flaky").glob("*.trajectory.json"))) == 24
+    # The JUnit XML has every item with the outcome an uninterrupted run gives it; the ones done
+    # before say so and were not played again.
+    xml, straight_xml = junit(pytester.path / "resumed.xml"), junit(pytester.path / "straight.xml")
+    assert len(xml) == 24 and {k: v[0] for k, v in xml.items()} == {k: v[0] for k, v in straight_xml.items()}
+    note = f"from run {folder}, not replayed"
+    done = {(r["task_id"], r["trial"]) for r in finished}
+    assert {k for k, v in xml.items() if v[1] == note} == {f"{t}::trial-{n}" for t, n in done}
+
+
+def junit(path):
+    """{task::trial: (outcome, the agentbench_resumed property or None)} of a JUnit XML file."""
+    cases = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        prop = case.find("properties/property[@name='agentbench_resumed']")
+        name = case.get("name")
+        classname = case.get("classname").rsplit(".", 1)[-1]
+        cases[f"{classname}::{name}"] = (outcome, None if prop is None else prop.get("value"))
+    return cases
 
 
 CRASHY = FLAKY.replace('''        if task.raw_config["p"] < 0:''', '''        import os
@@ -90,7 +110,7 @@ def test_infrastructure_errors_are_played_again_and_their_records_replaced(pytes
     assert sum(r["error_type"] == "infrastructure" for r in first) == 3
     monkeypatch.delenv("VM_DOWN")
     result = run(*ARGS, "--resume", str(folder))
-    result.assert_outcomes(failed=3, deselected=3)  # p < 0 never wins once the VM is up
+    result.assert_outcomes(passed=3, failed=3)  # "good" from its records; p < 0 never wins once the VM is up
     after = results(folder)
     assert keys(after) == sorted((t, n) for t in ("good", "flaky_vm") for n in (1, 2, 3))
     assert not any(r["error_type"] == "infrastructure" for r in after)
@@ -106,8 +126,8 @@ def test_resume_of_a_finished_run_plays_nothing(pytester, run):
     run(*ARGS, "--run-name", "run")
     folder = only_run_folder(pytester.path)
     result = run(*ARGS, "--resume", str(folder))
-    result.assert_outcomes(deselected=3)
-    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.assert_outcomes(passed=3)  # reported from the records, not played
+    assert result.ret == pytest.ExitCode.OK
     assert len(results(folder)) == 3
     assert json.loads((folder / "summary.json").read_text())["statistics"]["passes"] == 3
 
@@ -152,12 +172,29 @@ def test_the_budget_ledger_continues(pytester, run):
     (folder / "results.jsonl").write_text("\n".join(lines[:2]) + "\n")  # the last two never reported
     # $1.20 is in the ledger already (the two lost items were paid for too): a $1.20 cap is spent.
     capped = run(*args, "--max-cost-usd", "1.20", "--resume", str(folder))
-    capped.assert_outcomes(passed=0, skipped=2, deselected=2)
+    capped.assert_outcomes(failed=2, skipped=2)  # two from their records (the agent fails), two skipped now
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["budget"]["spent_usd"] == pytest.approx(1.20) and summary["budget"]["budget_skipped"] == 2
     # Budget skips are not final: a larger cap plays them, and the ledger keeps adding up.
     more = run(*args, "--max-cost-usd", "2", "--resume", str(folder))
-    assert more.parseoutcomes()["deselected"] == 2
+    more.assert_outcomes(failed=4)
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["budget"]["spent_usd"] == pytest.approx(1.80)
     assert keys(results(folder)) == keys(summary["tasks"]) and len(results(folder)) == 4
+
+
+def test_done_items_reach_the_last_failed_cache(pytester, run):
+    """``--lf`` after a resume reruns the failures of the whole run, including the ones not replayed."""
+    import shutil
+
+    pytester.makeconftest(FLAKY.format(P={"good": 1.0, "bad": 0.0}))
+    args = [a for a in ARGS if a not in ("-p", "no:cacheprovider")]
+    run(*args, "--run-name", "run")
+    folder = only_run_folder(pytester.path)
+    shutil.rmtree(pytester.path / ".pytest_cache")
+    result = run(*args, "--resume", str(folder))
+    result.assert_outcomes(passed=3, failed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    lastfailed = json.loads((pytester.path / ".pytest_cache" / "v" / "cache" / "lastfailed").read_text())
+    assert sorted(lastfailed) == [f"bench/flaky::odd::bad::trial-{n}" for n in (1, 2, 3)]
+    assert "from run " in result.stdout.str() and "not replayed: gave up" in result.stdout.str()

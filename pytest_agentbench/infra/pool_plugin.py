@@ -6,9 +6,12 @@ Where each step happens (DESIGN §3.5):
 * controller, session start: options are checked and the cloud is asked, read-only, whether the
   credentials, region, size and image work (one-line usage errors); the deletion is registered
   with ``config.add_cleanup`` and SIGTERM is turned into KeyboardInterrupt, before anything exists;
-* controller, ``pytest_xdist_setupnodes``: one VM per worker is created (in parallel);
-  ``pytest_configure_node`` leases one to each worker, ``pytest_testnodedown`` gives it back, so a
-  replacement worker gets a free VM;
+* controller, ``pytest_xdist_setupnodes``: one VM per worker is created (in parallel), but never
+  more than there are items left to play (``--resume`` leaves fewer; none: no VM);
+  ``pytest_configure_node`` gives each worker a ticket (``lease_service.py``) that it trades for a
+  VM on its first item that needs one, so a worker the scheduler gives nothing holds none;
+  ``pytest_testnodedown`` gives the VM back, so a replacement worker gets a free VM (one is
+  created when none is free);
 * without xdist, the first item that needs the benchmark (or the ``vm`` fixture) creates the one VM;
 * every process opens its own connection (an SSH tunnel) on first use and waits for WAA readiness;
   a VM that never becomes ready makes the items errors, not failures;
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from ..benchmark import Benchmark
     from .cloud_pool import CloudPool
     from .connect import VMConnection
+    from .lease_service import LeaseService
     from .pool import StaticPool
 
 CLOUD_KINDS = ("aws", "azure")
@@ -113,15 +117,18 @@ def ssh_ingress(config: pytest.Config) -> str:
 
 def vm_estimate(config: pytest.Config, kind: str, tasks: int) -> tuple[Any, Any, float]:
     """The cloud pool's VM estimate for ``tasks`` from the options: (provider, Estimate, minutes
-    per task). Used by ``--pool-dry-run`` and ``--dry-run``; raises ProviderError for a bad setting."""
-    from .prices import DEFAULT_MINUTES_PER_TASK, estimate, hourly_price
+    per task). Used by ``--pool-dry-run`` and ``--dry-run``; raises ProviderError for a bad setting.
+    No VM is counted for a worker without a task (the pool creates none for it)."""
+    from .prices import DEFAULT_MINUTES_PER_TASK, Estimate, estimate, hourly_price
     from .providers import make_provider as make
 
     provider = make(kind, provider_config(config, kind, "dry-run"))
     rate = hourly_price(kind, provider.size, _float_setting(config, "pool_hourly_usd", None, "--pool-hourly-usd"))
     minutes = _float_setting(config, "pool_minutes_per_task", DEFAULT_MINUTES_PER_TASK,
                              "--pool-minutes-per-task") or DEFAULT_MINUTES_PER_TASK
-    return provider, estimate(tasks, requested_workers(config), rate, minutes), minutes
+    if tasks <= 0:
+        return provider, Estimate(0, 0, minutes, 0.0, rate), minutes
+    return provider, estimate(tasks, min(tasks, requested_workers(config)), rate, minutes), minutes
 
 
 def requested_workers(config: pytest.Config) -> int:
@@ -160,6 +167,10 @@ class PoolManager:
         self.print_estimate = bool(config.getoption("pool_dry_run")) and not config.getoption("dry_run", False)
         self.run_id: str | None = None
         self._lock = threading.Lock()
+        #: controller under xdist: where workers trade their tickets for leases
+        self._leases: LeaseService | None = None
+        #: controller: one on-demand VM creation at a time (the planned ones are made up front)
+        self._grant_lock = threading.Lock()
 
     @property
     def is_cloud(self) -> bool:
@@ -251,25 +262,57 @@ class PoolManager:
 
         if self.cloud is None:
             return
-        if self.cloud.options.folder is None:
-            from ..session import STATE_KEY
-
-            state = self.config.stash.get(STATE_KEY, None)
-            folder = state.run_folder.path if state is not None and state.run_folder is not None else None
-            if folder is not None:
-                self.set_folder(folder)
+        self._find_folder()
         try:
             self.cloud.provision(count)
         except ProviderError as exc:
             self._provision_error = str(exc)
             raise pytest.UsageError(f"--pool {self.kind}: {exc}") from None
 
+    def _find_folder(self) -> None:
+        """Keys and pool.json go into the run folder's ``pool/``, once there is a run folder."""
+        if self.cloud is None or self.cloud.options.folder is not None:
+            return
+        from ..session import STATE_KEY
+
+        state = self.config.stash.get(STATE_KEY, None)
+        folder = state.run_folder.path if state is not None and state.run_folder is not None else None
+        if folder is not None:
+            self.set_folder(folder)
+
     def lease_for(self, holder: str) -> dict[str, Any] | None:
+        """What an xdist worker starts with: its static host, or a cloud pool's ticket for a VM."""
         if self.static is not None:
             return self.static.lease(holder)
         if self.cloud is not None:
-            return self.cloud.lease(holder)
+            if self._leases is None:
+                from .lease_service import LeaseService
+
+                self._leases = LeaseService(self._grant)
+            return self._leases.ticket(holder)
         return None
+
+    def _grant(self, holder: str) -> dict[str, Any]:
+        """A worker's first item needs its VM: a free one, else one created now."""
+        from .lease_service import LeaseError
+        from .providers.base import ProviderError
+
+        assert self.cloud is not None
+        lease = self.cloud.lease(holder)
+        if lease is not None:
+            return lease
+        with self._grant_lock:
+            lease = self.cloud.lease(holder)  # another request's VM may have been freed meanwhile
+            if lease is None:
+                self._find_folder()
+                try:
+                    self.cloud.provision(1)
+                except ProviderError as exc:
+                    raise LeaseError(f"--pool {self.kind}: {exc}") from None
+                lease = self.cloud.lease(holder)
+        if lease is None:
+            raise LeaseError(f"--pool {self.kind}: no VM is left for {holder}")
+        return lease
 
     def release(self, holder: str) -> None:
         if self.static is not None:
@@ -278,7 +321,14 @@ class PoolManager:
             self.cloud.release(holder)
 
     def _ensure_own_lease(self) -> None:
-        """Without xdist: the first use creates the one VM this process leases."""
+        """Without xdist: the first use creates the one VM this process leases. An xdist worker
+        trades its ticket for its VM on first use; when that fails, its items are infrastructure
+        errors (``--resume`` plays them again)."""
+        from .lease_service import is_ticket
+
+        if is_ticket(self.lease):
+            self._redeem()
+            return
         if self.lease is not None or self.cloud is None or self.distributed:
             return
         with self._lock:
@@ -292,6 +342,22 @@ class PoolManager:
                 except pytest.UsageError as exc:
                     pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
             self.lease = self.cloud.lease("main")
+
+    def _redeem(self) -> None:
+        from ..benchmark import InfrastructureError
+        from .lease_service import LeaseError, is_ticket, redeem
+
+        with self._lock:
+            if not is_ticket(self.lease):
+                return
+            if self._provision_error:
+                raise InfrastructureError(self._provision_error)
+            assert self.lease is not None
+            try:
+                self.lease = redeem(self.lease)
+            except LeaseError as exc:
+                self._provision_error = str(exc)
+                raise InfrastructureError(str(exc)) from None
 
     def vm(self) -> dict[str, Any] | None:
         """The VM (as a dict) this process uses; creates it without xdist. None for static pools."""
@@ -350,6 +416,8 @@ class PoolManager:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+        if self._leases is not None:
+            self._leases.close()
         if self.cloud is not None:
             self.cloud.destroy()
         if self._old_sigterm is not None and threading.current_thread() is threading.main_thread():
@@ -401,11 +469,15 @@ class PoolManager:
 
     def _print_estimate(self, terminalreporter: Any) -> None:
         from ..collect import BenchItem
+        from ..resume import not_done
+        from ..session import STATE_KEY
         from .prices import money
 
         session = getattr(terminalreporter, "_session", None)
         items = [i for i in (getattr(session, "items", None) or []) if isinstance(i, BenchItem)]
-        workers = requested_workers(self.config)
+        state = self.config.stash.get(STATE_KEY, None)
+        if state is not None:
+            items = not_done(self.config, state, items)  # --resume RUN: only what is left
         write = terminalreporter.write_line
         write("")
         if self.kind == "static":
@@ -418,7 +490,7 @@ class PoolManager:
         except ProviderError as exc:
             write(f"Pool dry run: {exc}")
             return
-        size, region, rate = provider.size, provider.region, est.hourly_usd
+        size, region, rate, workers = provider.size, provider.region, est.hourly_usd, est.workers
         shown_rate = "price unknown (give --pool-hourly-usd)" if rate is None else f"${rate:.4f}/hr"
         per_task = "" if est.vm_usd is None or not items else f"   (${est.vm_usd / len(items):.4f}/task)"
         write(f"Pool dry run ({self.kind}, {size} in {region}, {workers} VM(s)): {len(items)} tasks")
