@@ -65,6 +65,10 @@ class AgentbenchPlugin:
         self._budget: Budget | None | bool = None
         self._estimate: list[str] = []
         self._scrub_impls: list[Any] | None = None
+        from .task_timeout import own_timeout
+
+        #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
+        self.task_timeout = own_timeout(config)
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -235,6 +239,7 @@ class AgentbenchPlugin:
         from .episode import run_episode
         from .outcomes import default_outcome
         from .record.artifacts import save_episode
+        from .task_timeout import episode_deadline
 
         agent_name = getattr(agent, "name", None) or self.settings.agent
         budget = self.budget
@@ -245,8 +250,9 @@ class AgentbenchPlugin:
         trial = record_fields(item, item.stash[TASK_KEY])
         agent.trial, agent.seed = trial["trial"], trial["seed"]
         started = time.perf_counter()
-        record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
-                             budget=budget, scrub=self._scrubber(task))
+        with episode_deadline(item, self.task_timeout) as deadline:
+            record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
+                                 budget=budget, scrub=self._scrubber(task), deadline=deadline)
         outcome = item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item) or default_outcome(record)
         item.stash[OUTCOME_KEY] = outcome
         payload = save_episode(self, item, task, record, outcome, time.perf_counter() - started)

@@ -20,16 +20,22 @@ def test_each_episode_end_gets_its_outcome(outcome_run):
     result, _ = outcome_run
     result.assert_outcomes(passed=1, failed=4, skipped=1, errors=2)
     out = result.stdout.str()
+    # The first line names what failed (it is the line short summaries show); details follow.
     expected = {
-        "bench/outcomes::d::fail": "checker failed: score 0.000 after 1 step: wrong file content",
-        "bench/outcomes::d::partial": "checker failed: score 0.500 after 1 step: failed: b",
-        "bench/outcomes::d::agent_crash": "agent error after 0 steps: agent failed: ValueError: model returned garbage",
-        "bench/outcomes::d::agent_error": "agent error after 0 steps: agent reported an error: gave up",
-        "ERROR at setup of bench/outcomes::d::infra": "infrastructure error: environment reset failed: ConnectionError: VM unreachable",
-        "ERROR at setup of bench/outcomes::d::checker_crash": "evaluation error: checker failed: RuntimeError: checker exploded",
+        "bench/outcomes::d::fail": ["checker failed: wrong file content", "score 0.000 after 1 step: wrong file content"],
+        "bench/outcomes::d::partial": ["checker failed: b", "score 0.500 after 1 step: failed: b"],
+        "bench/outcomes::d::agent_crash": ["agent error: agent failed: ValueError: model returned garbage",
+                                           "after 0 steps"],
+        "bench/outcomes::d::agent_error": ["agent error: agent reported an error: gave up", "after 0 steps"],
+        "ERROR at setup of bench/outcomes::d::infra": [
+            "infrastructure error: environment reset failed: ConnectionError: VM unreachable"],
+        "ERROR at setup of bench/outcomes::d::checker_crash": [
+            "evaluation error: checker failed: RuntimeError: checker exploded"],
     }
-    for header, message in expected.items():
-        result.stdout.fnmatch_lines([f"_* {header} _*", message])
+    for header, lines in expected.items():
+        result.stdout.fnmatch_lines([f"_* {header} _*", *lines])
+    result.stdout.fnmatch_lines(["FAILED bench/outcomes::d::fail - Failed: checker failed: wrong file content",
+                                 "FAILED bench/outcomes::d::partial - Failed: checker failed: b"])
     result.stdout.fnmatch_lines(["PASSED bench/outcomes::d::pass"])
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] bench/outcomes::d::unevaluated: not evaluated: needs an LLM judge"])
     # One-line reasons, no tracebacks from the plugin's internals.

@@ -9,6 +9,7 @@ summary counts final outcomes; the terminal counts reruns as reruns for every it
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -121,3 +122,121 @@ def pytest_agentbench_register_benchmarks(registry):
     assert sum(line.startswith("bench/flaky::skip::") for line in listed) == 2
     markers = run("--bench=flaky", "--markers").stdout.str()
     assert "@pytest.mark.agentbench_flaky: tasks of benchmark flaky" in markers
+
+
+# -- pytest-timeout: the episode's deadline --------------------------------------------------------
+HANGING = '''
+import json
+import os
+import time
+
+import pytest
+
+from pytest_agentbench import Benchmark, Observation, Task, Verdict
+from pytest_agentbench.agents import MockAgent
+
+
+class Hangs(MockAgent):
+    """Plays as the mock agent, except on the clock task, where it blocks for a minute and then
+    solves it (without a deadline that item would pass, late)."""
+
+    def act(self, observation, task, history=None):
+        if task.domain == "clock" and not history:
+            time.sleep(60)
+        return super().act(observation, task, history)
+
+
+class HangingReset(Benchmark):
+    name = "hangreset"
+
+    def list_tasks(self, limit=None):
+        return [Task(task_id="t1", instruction="x", domain="d")]
+
+    def reset(self, task):
+        time.sleep(60)
+        return Observation()
+
+    def step(self, action):
+        return Observation()
+
+    def evaluate(self, task, final_action):
+        return Verdict(score=1.0, passed=True)
+
+
+def pytest_agentbench_register_agents(registry):
+    registry.register("hangs", lambda config: Hangs())
+
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register("hangreset", lambda config: HangingReset())
+
+
+def pytest_collection_modifyitems(config, items):
+    spec = os.environ.get("MARK_TIMEOUT")  # @pytest.mark.timeout(**spec) on every item
+    if spec:
+        for item in items:
+            item.add_marker(pytest.mark.timeout(**json.loads(spec)))
+'''
+
+TIMEOUT = pytest.importorskip("pytest_timeout", reason="pytest-timeout is part of the dev extra")
+
+#: Every way pytest-timeout is given a timeout, in both its methods, with and without func_only.
+TIMEOUT_MODES = {
+    "option": (["--timeout=2"], None),
+    "option-thread": (["--timeout=2", "--timeout-method=thread"], None),
+    "ini": (["-o", "timeout=2"], None),
+    "ini-func-only": (["-o", "timeout=2", "-o", "timeout_func_only=true"], None),
+    "ini-func-only-thread": (["-o", "timeout=2", "-o", "timeout_func_only=true", "-o", "timeout_method=thread"],
+                             None),
+    "marker": ([], {"timeout": 2}),
+    "marker-func-only-thread": ([], {"timeout": 2, "func_only": True, "method": "thread"}),
+}
+
+
+@pytest.mark.parametrize("mode", list(TIMEOUT_MODES))
+def test_pytest_timeout_fails_a_hanging_agent_in_every_mode(run_sub, pytester, monkeypatch, mode):
+    args, marker = TIMEOUT_MODES[mode]
+    pytester.makeconftest(HANGING)
+    monkeypatch.setenv("COLUMNS", "200")  # the short summary shows the whole first line
+    if marker is not None:
+        monkeypatch.setenv("MARK_TIMEOUT", json.dumps(marker))
+    started = time.monotonic()
+    result = run_sub("--bench=mock", "--tasks", "2", "--agent", "hangs", "-p", "timeout", *args)
+    assert time.monotonic() - started < 40, "the episode was not stopped at its deadline"
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1}, result.stdout.str()
+    message = "agent error: task timeout: 2 s (pytest-timeout) ran out while the agent was acting"
+    result.stdout.fnmatch_lines([f"FAILED bench/mock::clock::mock_clock_001 - Failed: {message}"])
+    rows = {r["task_id"]: r for r in results(only_run_folder(pytester.path))}
+    assert rows["mock_clock_001"]["status"] == "failed" and rows["mock_clock_001"]["error_type"] == "agent"
+    assert "while the agent was acting" in rows["mock_clock_001"]["error"]
+    assert rows["mock_chrome_001"]["status"] == "passed"
+
+
+def test_bench_task_timeout_without_pytest_timeout(run_sub, pytester, monkeypatch):
+    pytester.makeconftest(HANGING)
+    monkeypatch.setenv("COLUMNS", "200")
+    result = run_sub("--bench=mock", "--tasks", "2", "--agent", "hangs", "-p", "no:timeout",
+                     "--bench-task-timeout=1.5")
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1}
+    result.stdout.fnmatch_lines([("FAILED bench/mock::clock::mock_clock_001 - Failed: agent error: task timeout: "
+                                  "1.5 s (--bench-task-timeout) ran out while the agent was acting")])
+    again = run_sub("--bench=mock", "--tasks", "2", "--agent", "hangs", "-o", "agentbench_task_timeout=1.5")
+    assert again.parseoutcomes() == {"passed": 1, "failed": 1}
+
+
+def test_a_hanging_environment_is_still_an_infrastructure_error(run_sub, pytester):
+    pytester.makeconftest(HANGING)
+    result = run_sub("--bench=hangreset", "--agent", "noop", "-p", "timeout", "--timeout=1",
+                     "--timeout-method=thread")
+    assert result.parseoutcomes() == {"errors": 1} or result.parseoutcomes() == {"error": 1}
+    result.stdout.fnmatch_lines(["ERROR bench/hangreset::d::t1 - Failed: infrastructure error: task timeout: *"])
+    (row,) = results(only_run_folder(pytester.path))
+    assert row["status"] == "error" and row["error_type"] == "infrastructure"
+    assert row["error"].endswith("while the environment reset")
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-3"])
+def test_a_bad_task_timeout_is_a_usage_error(run, value):
+    result = run("--bench=mock", f"--bench-task-timeout={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--bench-task-timeout must be *seconds*"])

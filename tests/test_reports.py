@@ -101,7 +101,8 @@ def test_junit_xml_has_per_item_properties(run, pytester):
     assert props["score"] == "0.000" and props["steps"] == "0"
     assert props["verdict"] == "clicked=[], typed='', final=done"
     assert float(props["duration"]) >= 0
-    assert cases[0].find("failure").get("message").startswith("Failed: checker failed: score 0.000")
+    assert cases[0].find("failure").get("message").startswith(
+        "Failed: checker failed: clicked=[], typed='', final=done\nscore 0.000")
 
 
 class _Table(HTMLParser):
