@@ -28,12 +28,54 @@ def run_task(episode: Any) -> None:
     test outcome."""
 
 
+#: Where each built-in benchmark is defined (their factories sit in plugin.py).
+BUILTIN_BENCHMARKS = {
+    "mock": "pytest_agentbench.benches.mock:MockBenchmark",
+    "mockmed": "pytest_agentbench.benches.mockmed.bench:MockMedBenchmark",
+    "waa": "pytest_agentbench.benches.waa.bench:WAABenchmark",
+    "opencomputer": "pytest_agentbench.benches.opencomputer.bench:OpenComputerBenchmark",
+}
+
+
+def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
+    """The file and line defining benchmark ``name``: a built-in's class, else the factory it
+    was registered with (a conftest.py's or a plugin's). Looked up once per name."""
+    from .report_integrations import resolve, source_of
+
+    if name in BUILTIN_BENCHMARKS:
+        target = resolve(BUILTIN_BENCHMARKS[name])
+    else:
+        from .session import STATE_KEY
+
+        state = config.stash.get(STATE_KEY, None)
+        entry = state.bench_registry.entries.get(name) if state is not None else None
+        target = entry.factory if entry is not None else None
+    return source_of(target) if target is not None else None
+
+
 class BenchItem(pytest.Function):
     """One task. A ``pytest.Function`` so fixtures resolve from ``run_task``'s signature."""
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # Name the task, not the plugin's source line, in failure headers and locations.
-        return self.path, 0, self.nodeid
+        # Name the task in failure headers; locate it at its benchmark's source, not the plugin's
+        # line (pytest-sugar and CI annotations show this location).
+        source = benchmark_source(self.config, self.task["benchmark"])
+        if source is None:
+            return self.path, 0, self.nodeid
+        return source[0], source[1], self.nodeid
+
+    @property
+    def function(self) -> Any:
+        """``run_task`` with the task's instruction as its docstring, which report tools show as
+        the test's description (allure-pytest; pytest-html's description column recipe)."""
+        described = self.__dict__.get("_described")
+        if described is None:
+            from .report_integrations import described as with_doc
+
+            instruction = str(self.task.get("instruction") or "").strip()
+            described = with_doc(run_task, instruction or f"Task {self.task['task_id']} of {self.task['benchmark']}")
+            self.__dict__["_described"] = described
+        return described
 
     def runtest(self) -> None:
         from .outcomes import raise_outcome

@@ -69,6 +69,12 @@ class AgentbenchPlugin:
 
         #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
         self.task_timeout = own_timeout(config)
+        from .report_integrations import ALLURE_LISTENER
+
+        if config.pluginmanager.hasplugin(ALLURE_LISTENER):  # allure-pytest writes results
+            from .report_integrations import AllureReports
+
+            config.pluginmanager.register(AllureReports(self), "agentbench-allure")
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:

@@ -194,8 +194,9 @@ def test_mock_screenshots_are_rendered_only_when_read_and_leave_no_temp_files(tm
     assert observation.has_screenshot and observation._screenshot is None  # nothing drawn yet
     png = observation.screenshot
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     assert Image.open(io.BytesIO(png)).size == (1920, 1200)
     bench.close()

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
-from conftest import only_run_folder, results
+from conftest import OUTCOME_BENCH, only_run_folder, results
 from test_schema import validate_run, validators  # noqa: F401 - the fixture
 
 pytest.importorskip("pytest_rerunfailures", reason="pytest-rerunfailures is part of the dev extra")
@@ -240,3 +242,73 @@ def test_a_bad_task_timeout_is_a_usage_error(run, value):
     result = run("--bench=mock", f"--bench-task-timeout={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--bench-task-timeout must be *seconds*"])
+
+
+# -- report plugins: descriptions, attachments, locations, one entry per item ----------------------
+def test_allure_gets_the_instruction_and_the_task_files(run_sub, pytester):
+    pytest.importorskip("allure_pytest", reason="allure-pytest is part of the dev extra")
+    result = run_sub("--bench=mock", "--tasks", "2", "--agent", "noop", "--screenshots=on", "-p", "allure_pytest",
+                     "--alluredir", "allure")
+    assert result.parseoutcomes() == {"failed": 2}
+    out = pytester.path / "allure"
+    tests = [json.loads(p.read_text()) for p in out.glob("*-result.json")]
+    assert len(tests) == 2
+    folder = only_run_folder(pytester.path)
+    records = {r["task_id"]: r for r in results(folder)}
+    manifest = json.loads((folder / "manifest.json").read_text())
+    instructions = {t["task_id"]: t["instruction"] for t in manifest["suites"][0]["tasks"]}
+    for test in tests:
+        record = records[test["name"]]
+        assert test["description"] == instructions[test["name"]] != ""
+        assert test["status"] == "failed" and test["statusDetails"]["message"].startswith("Failed: checker failed: ")
+        attached = {a["name"]: a for a in test["attachments"]}
+        assert set(attached) == {Path(record["trajectory"]).name, *(Path(s).name for s in record["screenshots"])}
+        trajectory = (out / attached[Path(record["trajectory"]).name]["source"]).read_text()
+        assert trajectory == (only_run_folder(pytester.path) / record["trajectory"]).read_text()
+        shot = attached["final.png"]
+        assert shot["type"] == "image/png" and (out / shot["source"]).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_allure_descriptions_of_audit_items_name_the_run(run_sub, pytester):
+    pytest.importorskip("allure_pytest", reason="allure-pytest is part of the dev extra")
+    run_sub("--audit-verifier=toy", "-p", "allure_pytest", "--alluredir", "allure")
+    descriptions = [json.loads(p.read_text()).get("description") or "" for p in (pytester.path / "allure").glob(
+        "*-result.json")]
+    assert descriptions and all(d.startswith("Verifier audit, task ") for d in descriptions)
+    assert not any("The function of every" in d for d in descriptions)
+
+
+def test_json_report_has_one_entry_per_item(run_sub, pytester):
+    pytest.importorskip("pytest_jsonreport", reason="pytest-json-report is part of the dev extra")
+    pytester.makeconftest(OUTCOME_BENCH)
+    result = run_sub("--bench=outcomes", "--agent", "outcome-agent", "-p", "pytest_jsonreport", "--json-report",
+                     "--json-report-file=report.json")
+    result.assert_outcomes(passed=1, failed=4, skipped=1, errors=2)
+    report = json.loads((pytester.path / "report.json").read_text())
+    outcomes = {t["nodeid"].rsplit("::", 1)[1]: t["outcome"] for t in report["tests"]}
+    records = {r["task_id"]: r["status"] for r in results(only_run_folder(pytester.path))}
+    assert outcomes == records == {
+        "pass": "passed", "fail": "failed", "partial": "failed", "unevaluated": "skipped", "infra": "error",
+        "checker_crash": "error", "agent_crash": "failed", "agent_error": "failed"}
+    assert report["summary"]["total"] == 8
+
+
+def test_repeat_count_is_refused_with_a_pointer_to_trials(run_sub):
+    pytest.importorskip("pytest_repeat", reason="pytest-repeat is part of the dev extra")
+    result = run_sub("--bench=mock", "--tasks", "2", "-p", "repeat", "--count", "3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--trials" in result.stderr.str()
+
+
+def test_items_are_located_at_their_benchmark_source(run, pytester):
+    """pytest-sugar and CI annotations show ``location``: the conftest line that registered the
+    benchmark, not ``.:1``."""
+    pytester.makeconftest(OUTCOME_BENCH)
+    run("--bench=outcomes", "--agent", "outcome-agent", "--junitxml=out.xml", "-o", "junit_family=xunit1")
+    cases = ET.parse(pytester.path / "out.xml").getroot().findall(".//testcase")
+    written = (pytester.path / "conftest.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(written) if 'registry.register("outcomes"' in text)  # 0-based
+    assert {(c.get("file"), c.get("line")) for c in cases} == {("conftest.py", str(line))}
+    run("--bench=mock", "--tasks", "1", "--junitxml=mock.xml", "-o", "junit_family=xunit1")
+    (case,) = ET.parse(pytester.path / "mock.xml").getroot().findall(".//testcase")
+    assert case.get("file").endswith("pytest_agentbench/benches/mock/bench.py") and int(case.get("line")) > 0

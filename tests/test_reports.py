@@ -102,7 +102,8 @@ def test_junit_xml_has_per_item_properties(run, pytester):
     assert props["verdict"] == "clicked=[], typed='', final=done"
     assert float(props["duration"]) >= 0
     assert cases[0].find("failure").get("message").startswith(
-        "Failed: checker failed: clicked=[], typed='', final=done\nscore 0.000")
+        "Failed: checker failed: form submitted: neither Submit clicked nor text typed and OK clicked\n"
+        "score 0.000 after 0 steps")
 
 
 class _Table(HTMLParser):

@@ -123,7 +123,7 @@ class CaseItem(pytest.Item):
         self.payload: dict[str, Any] | None = None
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, self.name
+        return self.path, 0, self.name  # the case file, from its first line
 
     def _payload(self, status: str, **extra: Any) -> dict[str, Any]:
         from .cases import shown

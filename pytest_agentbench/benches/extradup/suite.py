@@ -85,7 +85,11 @@ class CellItem(pytest.Item):
         self._folder: str | None = None
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, self.nodeid
+        # Located at the reward under test (pytest-sugar and CI annotations show this).
+        from ...report_integrations import source_of
+
+        source = source_of(self.reward.function)
+        return (source if source is not None else (self.path, 0)) + (self.nodeid,)
 
     def setup(self) -> None:
         spec = CONDITIONS[self.condition]
