@@ -69,6 +69,9 @@ class AgentbenchPlugin:
 
         #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
         self.task_timeout = own_timeout(config)
+        from .rootdir_check import warn_spaced_path_options
+
+        warn_spaced_path_options(config)
         from .report_integrations import ALLURE_LISTENER
 
         if config.pluginmanager.hasplugin(ALLURE_LISTENER):  # allure-pytest writes results

@@ -312,3 +312,21 @@ def test_items_are_located_at_their_benchmark_source(run, pytester):
     run("--bench=mock", "--tasks", "1", "--junitxml=mock.xml", "-o", "junit_family=xunit1")
     (case,) = ET.parse(pytester.path / "mock.xml").getroot().findall(".//testcase")
     assert case.get("file").endswith("pytest_agentbench/benches/mock/bench.py") and int(case.get("line")) > 0
+
+
+# -- pytest's rootdir and a path option given with a space ----------------------------------------
+def test_a_path_option_given_with_a_space_that_chose_the_rootdir_is_warned_about(run, pytester):
+    """pytest picks the rootdir and ini file before plugins load, reading ``--agent-script /abs``'s
+    value as a test path: the run says so and gives the ``--opt=/abs`` spelling."""
+    other = pytester.mkdir("other")
+    (other / "pytest.ini").write_text("[pytest]\n")
+    script = other / "script.json"
+    script.write_text(json.dumps({"*": [{"type": "click", "target_id": "4"}]}))
+    spaced = run("--bench=mock", "--tasks", "1", "--agent", "scripted", "--agent-script", str(script))
+    spaced.assert_outcomes(passed=1)
+    assert f"rootdir: {other}" in spaced.stdout.str()
+    spaced.stdout.fnmatch_lines([f"*PytestConfigWarning: pytest chose rootdir {other} and ini file {other}*pytest.ini "
+                                 f"from --agent-script {script}: *Write --agent-script={script}"])
+    joined = run("--bench=mock", "--tasks", "1", "--agent", "scripted", f"--agent-script={script}")
+    joined.assert_outcomes(passed=1)
+    assert "PytestConfigWarning" not in joined.stdout.str() and f"rootdir: {other}" not in joined.stdout.str()

@@ -160,6 +160,9 @@ class AuditSession:
         self._operators_by_task: dict[str, list[str]] | None = None
         self.started = time.perf_counter()
         self.audit_seconds = 0.0
+        from ..rootdir_check import warn_spaced_path_options
+
+        warn_spaced_path_options(config)
 
     # -- resolution ----------------------------------------------------------------------------
     def make_adapter(self) -> Any:
