@@ -11,7 +11,9 @@ bound to its option, but the rootdir stays. No plugin can run earlier, so the fi
 from __future__ import annotations
 
 import inspect
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +26,7 @@ def spaced_values(config: pytest.Config) -> list[tuple[str, str]]:
     args = [str(a) for a in config.invocation_params.args]
     positional = {str(a) for a in (getattr(config.option, "file_or_dir", None) or [])}
     pairs = []
-    for flag, value in zip(args, args[1:]):
+    for flag, value in pairwise(args):
         if not flag.startswith("--") or "=" in flag or value.startswith("-") or value in positional:
             continue
         if (config.invocation_params.dir / value).exists():
@@ -41,7 +43,7 @@ def _setup(config: pytest.Config, args: list[str]) -> tuple[Path, Path | None] |
     except ImportError:
         return None
     option = config.option
-    given = {"inifile": getattr(option, "inifilename", None), "override_ini": getattr(option, "override_ini", None),
+    given: dict[str, Any] = {"inifile": getattr(option, "inifilename", None), "override_ini": getattr(option, "override_ini", None),
              "args": args, "rootdir_cmd_arg": getattr(option, "rootdir", None) or None,
              "invocation_dir": config.invocation_params.dir}
     try:

@@ -21,11 +21,10 @@ if TYPE_CHECKING:
 
     from .agent import Agent
     from .benchmark import Benchmark
-    from .manifest import Manifest
-    from .model import EpisodeRecord, Task
     from .budget import Budget
     from .infra.pool_plugin import PoolManager
-    from .model import Observation
+    from .manifest import Manifest
+    from .model import EpisodeRecord, Observation, Task
     from .outcomes import Outcome
     from .record.runfolder import RunFolder
     from .registry import AgentRegistry, BenchmarkRegistry
