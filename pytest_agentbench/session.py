@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .infra.pool_plugin import PoolManager
     from .manifest import Manifest
     from .model import EpisodeRecord, Observation, Task
-    from .outcomes import Outcome
+    from .outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's type
     from .record.runfolder import RunFolder
     from .registry import AgentRegistry, BenchmarkRegistry
 
