@@ -4,6 +4,7 @@ task, with node ids ``bench/<bench>::<domain>::<task_id>`` (no brackets, see pyt
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -53,13 +54,40 @@ def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None
     return source_of(target) if target is not None else None
 
 
+def task_source(config: pytest.Config, task: dict[str, Any]) -> tuple[Any, int] | None:
+    """The file a task came from, when its benchmark says (an optional ``task_source(task)``
+    method; WAA's and OpenComputer's give the task's JSON file) and the file exists."""
+    from .session import STATE_KEY
+
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    name = task["benchmark"]
+    bench = state.benchmarks.get(name)
+    if bench is None:  # a worker, before its first item of this benchmark: made now, leased at setup
+        try:
+            bench = state.benchmarks[name] = state.bench_registry.create(name, config)
+        except Exception:  # noqa: BLE001 - a location never fails an item; setup reports the fault
+            return None
+    method = getattr(bench, "task_source", None)
+    if method is None:
+        return None
+    from .model import Task
+
+    try:
+        path = method(Task.model_validate(task))
+    except Exception:  # noqa: BLE001 - as above
+        return None
+    return (path, 0) if path is not None and Path(path).is_file() else None
+
+
 class BenchItem(pytest.Function):
     """One task. A ``pytest.Function`` so fixtures resolve from ``run_task``'s signature."""
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # Name the task in failure headers; locate it at its benchmark's source, not the plugin's
-        # line (pytest-sugar and CI annotations show this location).
-        source = benchmark_source(self.config, self.task["benchmark"])
+        # Name the task in failure headers; locate it at the task's file, else its benchmark's
+        # source, not the plugin's line (pytest-sugar and CI annotations show this location).
+        source = task_source(self.config, self.task) or benchmark_source(self.config, self.task["benchmark"])
         if source is None:
             return self.path, 0, self.nodeid
         return source[0], source[1], self.nodeid

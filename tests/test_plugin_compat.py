@@ -330,3 +330,21 @@ def test_a_path_option_given_with_a_space_that_chose_the_rootdir_is_warned_about
     joined = run("--bench=mock", "--tasks", "1", "--agent", "scripted", f"--agent-script={script}")
     joined.assert_outcomes(passed=1)
     assert "PytestConfigWarning" not in joined.stdout.str() and f"rootdir: {other}" not in joined.stdout.str()
+
+
+def test_waa_items_are_located_at_their_task_file(run, pytester):
+    from conftest import notepad_project
+
+    args = notepad_project(pytester.path, 2)
+    pytester.makeconftest('''
+import json
+
+def pytest_collection_modifyitems(config, items):
+    with open("locations.json", "w") as out:
+        json.dump({item.name: list(item.location) for item in items}, out)
+    items[:] = []
+''')
+    result = run(*args, "--waa-evaluate-url", "http://127.0.0.1:9")  # nothing is scored: items are deselected
+    assert (pytester.path / "locations.json").exists(), result.stdout.str() + result.stderr.str()
+    locations = json.loads((pytester.path / "locations.json").read_text())
+    assert locations == {f"t{n}": [f"examples/notepad/t{n}.json", 0, f"bench/waa::notepad::t{n}"] for n in (1, 2)}
