@@ -124,7 +124,7 @@ class DomainGroup(pytest.Collector):
         self._tasks = tasks or []
         self._known = known or {}
 
-    def collect(self) -> Iterator[pytest.Node]:
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         from .trials import task_nodes
 
         for task in self._tasks:

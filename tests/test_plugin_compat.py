@@ -8,6 +8,7 @@ summary counts final outcomes; the terminal counts reruns as reruns for every it
 
 from __future__ import annotations
 
+import html
 import json
 import time
 import xml.etree.ElementTree as ET
@@ -325,8 +326,8 @@ def test_a_path_option_given_with_a_space_that_chose_the_rootdir_is_warned_about
     spaced = run("--bench=mock", "--tasks", "1", "--agent", "scripted", "--agent-script", str(script))
     spaced.assert_outcomes(passed=1)
     assert f"rootdir: {other}" in spaced.stdout.str()
-    spaced.stdout.fnmatch_lines([f"*PytestConfigWarning: pytest chose rootdir {other} and ini file {other}*pytest.ini "
-                                 f"from --agent-script {script}: *Write --agent-script={script}"])
+    spaced.stdout.fnmatch_lines([(f"*PytestConfigWarning: pytest chose rootdir {other} and ini file {other}*pytest.ini "
+                                  f"from --agent-script {script}: *Write --agent-script={script}")])
     joined = run("--bench=mock", "--tasks", "1", "--agent", "scripted", f"--agent-script={script}")
     joined.assert_outcomes(passed=1)
     assert "PytestConfigWarning" not in joined.stdout.str() and f"rootdir: {other}" not in joined.stdout.str()
@@ -348,3 +349,28 @@ def pytest_collection_modifyitems(config, items):
     assert (pytester.path / "locations.json").exists(), result.stdout.str() + result.stderr.str()
     locations = json.loads((pytester.path / "locations.json").read_text())
     assert locations == {f"t{n}": [f"examples/notepad/t{n}.json", 0, f"bench/waa::notepad::t{n}"] for n in (1, 2)}
+
+
+def test_pytest_html_description_recipe_shows_the_instruction(run, pytester):
+    """pytest-html's documented Description column reads ``item.function.__doc__``."""
+    pytester.makeconftest('''
+import pytest
+
+def pytest_html_results_table_header(cells):
+    cells.insert(2, "<th>Description</th>")
+
+def pytest_html_results_table_row(report, cells):
+    cells.insert(2, f"<td>{report.description}</td>")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.description = str(item.function.__doc__)
+''')
+    run("--bench=mock", "--tasks", "2", "--html=report.html")
+    page = (pytester.path / "report.html").read_text()
+    folder = only_run_folder(pytester.path)
+    instructions = [t["instruction"] for t in json.loads((folder / "manifest.json").read_text())["suites"][0]["tasks"]]
+    assert len(instructions) == 2 and all(f"<td>{text}</td>" in html.unescape(page) for text in instructions)
+    assert "The function of every benchmark item" not in page
