@@ -298,7 +298,8 @@ def test_repeat_count_is_refused_with_a_pointer_to_trials(run_sub):
     pytest.importorskip("pytest_repeat", reason="pytest-repeat is part of the dev extra")
     result = run_sub("--bench=mock", "--tasks", "2", "-p", "repeat", "--count", "3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--trials" in result.stderr.str()
+    assert "--count 3 does not repeat benchmark items; use --trials 3" in result.stderr.str()
+    assert run_sub("--bench=mock", "--tasks", "2", "-p", "repeat", "--count", "1").ret == 0
 
 
 def test_items_are_located_at_their_benchmark_source(run, pytester):
