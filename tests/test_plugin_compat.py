@@ -4,6 +4,14 @@ installs them; nothing is installed at test time).
 pytest-rerunfailures: ``--reruns`` plays a failed item again. The run record keeps one record per
 item, the final attempt's, with every attempt inside it (each with its own trajectory file); the
 summary counts final outcomes; the terminal counts reruns as reruns for every item kind.
+
+pytest-timeout: a hanging agent fails with ``task timeout`` in every way a timeout is given (option,
+ini key, marker; ``signal`` and ``thread`` methods; ``timeout_func_only``), and a hanging
+environment stays an infrastructure error. pytest-repeat: ``--count`` is refused with a pointer to
+``--trials``. allure-pytest: the instruction is the description, the task's files are attachments.
+pytest-json-report: one entry per item, with the run record's outcome. Also: item locations, the
+pytest-html description recipe, and the warning for a path option whose spaced value chose the
+rootdir.
 """
 
 from __future__ import annotations
@@ -187,6 +195,7 @@ TIMEOUT = pytest.importorskip("pytest_timeout", reason="pytest-timeout is part o
 TIMEOUT_MODES = {
     "option": (["--timeout=2"], None),
     "option-thread": (["--timeout=2", "--timeout-method=thread"], None),
+    "option-thread-xdist": (["--timeout=2", "--timeout-method=thread", "-n", "2"], None),
     "ini": (["-o", "timeout=2"], None),
     "ini-func-only": (["-o", "timeout=2", "-o", "timeout_func_only=true"], None),
     "ini-func-only-thread": (["-o", "timeout=2", "-o", "timeout_func_only=true", "-o", "timeout_method=thread"],
