@@ -297,6 +297,7 @@ class AgentbenchPlugin:
                 return None
             ledger = self.run_folder.path / "budget.ledger" if self.run_folder is not None else None
             self._budget = Budget(run, task, ledger)
+        assert not isinstance(self._budget, bool)
         return self._budget
 
     def _scrubber(self, task: Task) -> Callable[[Observation], Observation] | None:
@@ -313,7 +314,7 @@ class AgentbenchPlugin:
                 given = {"png": png, "task": task, "config": config}
                 result = impl.function(*[given[name] for name in impl.argnames])
                 if result is not None:
-                    png = bytes(result)
+                    png = bytes(result)  # type: ignore[arg-type]  # the hook returns PNG bytes
             return png
 
         def scrub(observation: Observation) -> Observation:
@@ -321,7 +322,7 @@ class AgentbenchPlugin:
                 return observation
             from .model import Observation as Obs
 
-            return Obs(renderer=lambda: scrub_png(observation.screenshot),
+            return Obs(renderer=lambda: scrub_png(observation.screenshot or b""),
                        accessibility_tree=observation.accessibility_tree, window_title=observation.window_title,
                        url=observation.url, app_name=observation.app_name, viewport=observation.viewport,
                        raw=observation.raw)
@@ -360,7 +361,7 @@ class AgentbenchPlugin:
         report.agentbench = payload  # type: ignore[attr-defined]  # plain JSON: survives xdist
         if report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
             # Point the skip at the task rather than at the plugin line that raised it.
-            report.longrepr = (item.nodeid, None, report.longrepr[2])
+            report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
         if self.config.pluginmanager.hasplugin("html"):
             from .record.html import extras_for
 

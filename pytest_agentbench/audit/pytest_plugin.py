@@ -135,6 +135,7 @@ def _import_target(spec: str, config: pytest.Config) -> Any:
 def _construct(target: Any, spec: str, config: pytest.Config) -> Any:
     if not callable(target):
         return target
+    params: Any
     try:
         params = inspect.signature(target).parameters
     except (TypeError, ValueError):
@@ -284,11 +285,11 @@ class AuditSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, AuditItem) and RUN_KEY in item.stash:
-            if report.when == "call" or (report.when == "setup" and not report.passed):
-                report.agentbench_audit = item.stash[RUN_KEY]  # type: ignore[attr-defined]
-                if report.skipped and isinstance(report.longrepr, tuple):
-                    report.longrepr = (item.nodeid, None, report.longrepr[2])
+        attach = report.when == "call" or (report.when == "setup" and not report.passed)
+        if isinstance(item, AuditItem) and RUN_KEY in item.stash and attach:
+            report.agentbench_audit = item.stash[RUN_KEY]  # type: ignore[attr-defined]
+            if report.skipped and isinstance(report.longrepr, tuple):
+                report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
@@ -404,6 +405,6 @@ class AuditXdist:
             # The user chose a scheduler. loadscope keeps a task together; with others (worksteal,
             # each) a task whose items land on two workers is delivered on each (same results).
             return None
-        from xdist.scheduler import LoadScopeScheduling
+        from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
         return LoadScopeScheduling(config, log)

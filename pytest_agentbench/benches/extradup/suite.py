@@ -206,11 +206,11 @@ class ExtraDup:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, CellItem) and item.payload is not None:
-            if report.when == "call" or (report.when == "setup" and not report.passed):
-                setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-                if report.skipped and isinstance(report.longrepr, tuple):
-                    report.longrepr = (item.nodeid, None, report.longrepr[2])
+        attach = report.when == "call" or (report.when == "setup" and not report.passed)
+        if isinstance(item, CellItem) and item.payload is not None and attach:
+            setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
+            if report.skipped and isinstance(report.longrepr, tuple):
+                report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
