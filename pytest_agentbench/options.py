@@ -85,7 +85,7 @@ def addoption(parser: pytest.Parser) -> None:
     group.addoption("--max-steps", type=_positive_int("--max-steps"), default=None, metavar="N",
                     help="step limit per task; beats the task's own limit.")
     group.addoption("--bench-task-timeout", dest="task_timeout", default=None, metavar="SECONDS",
-                    help="deadline of each episode; past it the task fails (default: pytest-timeout's timeout, if any).")
+                    help="deadline of each episode; past it the task fails (default: pytest-timeout's timeout).")
     group.addoption("--run-name", type=checked("run_name", "--run-name"), default=None, metavar="NAME",
                     help="name of the run folder (made unique if it exists).")
     group.addoption("--results-dir", default=None, metavar="DIR",

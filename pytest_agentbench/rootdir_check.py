@@ -43,9 +43,11 @@ def _setup(config: pytest.Config, args: list[str]) -> tuple[Path, Path | None] |
     except ImportError:
         return None
     option = config.option
-    given: dict[str, Any] = {"inifile": getattr(option, "inifilename", None), "override_ini": getattr(option, "override_ini", None),
-             "args": args, "rootdir_cmd_arg": getattr(option, "rootdir", None) or None,
-             "invocation_dir": config.invocation_params.dir}
+    given: dict[str, Any] = {
+        "inifile": getattr(option, "inifilename", None), "override_ini": getattr(option, "override_ini", None),
+        "args": args, "rootdir_cmd_arg": getattr(option, "rootdir", None) or None,
+        "invocation_dir": config.invocation_params.dir,
+    }
     try:
         wanted = inspect.signature(determine_setup).parameters
         result = determine_setup(**{k: v for k, v in given.items() if k in wanted})

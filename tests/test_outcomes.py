@@ -22,7 +22,8 @@ def test_each_episode_end_gets_its_outcome(outcome_run):
     out = result.stdout.str()
     # The first line names what failed (it is the line short summaries show); details follow.
     expected = {
-        "bench/outcomes::d::fail": ["checker failed: wrong file content", "score 0.000 after 1 step: wrong file content"],
+        "bench/outcomes::d::fail": ["checker failed: wrong file content",
+                                    "score 0.000 after 1 step: wrong file content"],
         "bench/outcomes::d::partial": ["checker failed: b", "score 0.500 after 1 step: failed: b"],
         "bench/outcomes::d::agent_crash": ["agent error: agent failed: ValueError: model returned garbage",
                                            "after 0 steps"],

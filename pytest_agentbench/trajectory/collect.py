@@ -314,8 +314,9 @@ def overall_mean(payloads: list[dict[str, Any]]) -> tuple[float | None, int]:
 
 def summary_lines(payloads: list[dict[str, Any]]) -> list[str]:
     counts = {s: sum(1 for p in payloads if p["status"] == s) for s in ("passed", "failed", "not-evaluated", "error")}
+    errors = f"{counts['error']} error{'' if counts['error'] == 1 else 's'}"
     lines = [(f"Cases: {len(payloads)} ({counts['passed']} passed, {counts['failed']} failed, "
-              f"{counts['not-evaluated']} not evaluated, {counts['error']} error{'' if counts['error'] == 1 else 's'})")]
+              f"{counts['not-evaluated']} not evaluated, {errors})")]
     per: dict[str, dict[str, Any]] = {}
     for p in payloads:
         for m in p["metrics"]:
