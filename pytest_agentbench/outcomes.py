@@ -70,17 +70,16 @@ def _short(text: str) -> str:
 
 
 def failing_criterion(record: EpisodeRecord) -> str:
-    """What failed, in a few words: the failed criterion (with its detail when it is the only
-    one), the failed criteria's names, else the checker's reason."""
+    """What failed: the failed criterion (with its detail when it is the only one), the failed
+    criteria's names, else the first line of the checker's reason. The caller cuts it to fit."""
     verdict = record.verdict
     failed = [c for c in verdict.criteria if c.passed is False] if verdict is not None else []
     if len(failed) == 1:
-        return _short(f"{failed[0].name}: {failed[0].detail}" if failed[0].detail else failed[0].name)
+        return f"{failed[0].name}: {failed[0].detail}" if failed[0].detail else failed[0].name
     if failed:
-        names = ", ".join(c.name for c in failed[:3])
-        return _short(names + (f" and {len(failed) - 3} more" if len(failed) > 3 else ""))
-    reason = verdict.reason if verdict is not None else ""
-    return _short(reason) or "score below the pass threshold"
+        return ", ".join(c.name for c in failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+    reason = verdict.reason.strip().splitlines()[0] if verdict is not None and verdict.reason.strip() else ""
+    return reason or "score below the pass threshold"
 
 
 def default_outcome(record: EpisodeRecord) -> Outcome:
@@ -98,7 +97,7 @@ def default_outcome(record: EpisodeRecord) -> Outcome:
         return Outcome("skipped", f"not evaluated: {why}")
     if verdict.passed:
         return Outcome("passed", f"score {verdict.score:.3f} after {steps}")
-    message = f"checker failed: {failing_criterion(record)}\nscore {verdict.score:.3f} after {steps}"
+    message = f"{_short('checker failed: ' + failing_criterion(record))}\nscore {verdict.score:.3f} after {steps}"
     if verdict.reason:
         message += f": {verdict.reason}"
     table = criteria_table(record)

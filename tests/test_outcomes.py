@@ -236,3 +236,25 @@ def pytest_agentbench_register_agents(registry):
     result = run("--bench=mock", "--tasks", "2")
     result.assert_outcomes(failed=2)
     assert {r["agent"] for r in results(only_run_folder(pytester.path))} == {"lazy-mock"}
+
+
+def test_a_failures_first_line_names_what_failed_and_stays_short():
+    from pytest_agentbench.model import Criterion, EpisodeRecord, Verdict
+    from pytest_agentbench.outcomes import HEADLINE_CHARS, default_outcome
+
+    def first_lines(verdict=None, **fields):
+        record = EpisodeRecord(task_id="t", benchmark="b", agent="a", num_steps=2, verdict=verdict, **fields)
+        return default_outcome(record).message.splitlines()
+
+    one = Verdict.from_criteria([Criterion(name="ok", passed=True),
+                                 Criterion(name="file saved", passed=False, detail="no report.txt")])
+    assert first_lines(one)[:2] == ["checker failed: file saved: no report.txt",
+                                    "score 0.500 after 2 steps: failed: file saved"]
+    many = Verdict.from_criteria([Criterion(name=f"c{i}", passed=False) for i in range(5)])
+    assert first_lines(many)[0] == "checker failed: c0, c1, c2 and 2 more"
+    long_reason = "the spreadsheet's totals row " * 10
+    lines = first_lines(Verdict(score=0.0, passed=False, reason=long_reason))
+    assert len(lines[0]) == HEADLINE_CHARS and lines[0].endswith("...")
+    assert lines[1] == f"score 0.000 after 2 steps: {long_reason}"  # given whole on the next line
+    lines = first_lines(error_type="agent", error="step limit reached: the agent took 15 steps without done")
+    assert lines == ["agent error: step limit reached: the agent took 15 steps without done", "after 2 steps"]
