@@ -4,6 +4,7 @@ task, with node ids ``bench/<bench>::<domain>::<task_id>`` (no brackets, see pyt
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -28,12 +29,81 @@ def run_task(episode: Any) -> None:
     test outcome."""
 
 
+#: Where each built-in benchmark is defined (their factories sit in plugin.py).
+BUILTIN_BENCHMARKS = {
+    "mock": "pytest_agentbench.benches.mock:MockBenchmark",
+    "mockmed": "pytest_agentbench.benches.mockmed.bench:MockMedBenchmark",
+    "waa": "pytest_agentbench.benches.waa.bench:WAABenchmark",
+    "opencomputer": "pytest_agentbench.benches.opencomputer.bench:OpenComputerBenchmark",
+}
+
+
+def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
+    """The file and line defining benchmark ``name``: a built-in's class, else the factory it
+    was registered with (a conftest.py's or a plugin's). Looked up once per name."""
+    from .report_integrations import resolve, source_of
+
+    if name in BUILTIN_BENCHMARKS:
+        target = resolve(BUILTIN_BENCHMARKS[name])
+    else:
+        from .session import STATE_KEY
+
+        state = config.stash.get(STATE_KEY, None)
+        entry = state.bench_registry.entries.get(name) if state is not None else None
+        target = entry.factory if entry is not None else None
+    return source_of(target) if target is not None else None
+
+
+def task_source(config: pytest.Config, task: dict[str, Any]) -> tuple[Any, int] | None:
+    """The file a task came from, when its benchmark says (an optional ``task_source(task)``
+    method; WAA's and OpenComputer's give the task's JSON file) and the file exists."""
+    from .session import STATE_KEY
+
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    name = task["benchmark"]
+    bench = state.benchmarks.get(name)
+    if bench is None:  # a worker, before its first item of this benchmark: made now, leased at setup
+        try:
+            bench = state.benchmarks[name] = state.bench_registry.create(name, config)
+        except Exception:  # noqa: BLE001 - a location never fails an item; setup reports the fault
+            return None
+    method = getattr(bench, "task_source", None)
+    if method is None:
+        return None
+    from .model import Task
+
+    try:
+        path = method(Task.model_validate(task))
+    except Exception:  # noqa: BLE001 - as above
+        return None
+    return (path, 0) if path is not None and Path(path).is_file() else None
+
+
 class BenchItem(pytest.Function):
     """One task. A ``pytest.Function`` so fixtures resolve from ``run_task``'s signature."""
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # Name the task, not the plugin's source line, in failure headers and locations.
-        return self.path, 0, self.nodeid
+        # Name the task in failure headers; locate it at the task's file, else its benchmark's
+        # source, not the plugin's line (pytest-sugar and CI annotations show this location).
+        source = task_source(self.config, self.task) or benchmark_source(self.config, self.task["benchmark"])
+        if source is None:
+            return self.path, 0, self.nodeid
+        return source[0], source[1], self.nodeid
+
+    @property
+    def function(self) -> Any:
+        """``run_task`` with the task's instruction as its docstring, which report tools show as
+        the test's description (allure-pytest; pytest-html's description column recipe)."""
+        described = self.__dict__.get("_described")
+        if described is None:
+            from .report_integrations import described as with_doc
+
+            instruction = str(self.task.get("instruction") or "").strip()
+            described = with_doc(run_task, instruction or f"Task {self.task['task_id']} of {self.task['benchmark']}")
+            self.__dict__["_described"] = described
+        return described
 
     def runtest(self) -> None:
         from .outcomes import raise_outcome
@@ -54,7 +124,7 @@ class DomainGroup(pytest.Collector):
         self._tasks = tasks or []
         self._known = known or {}
 
-    def collect(self) -> Iterator[pytest.Node]:
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         from .trials import task_nodes
 
         for task in self._tasks:

@@ -19,6 +19,11 @@ Rules (each fixes a fault of the reference runner):
   step and charged to the budget; before every ``act`` the budget is checked. A spent per-task cap
   ends the episode as an agent error (the checker still scores the end state, as with the step
   limit); a spent run cap ends it not evaluated (``verdict.passed is None``), so pytest skips it.
+* **Deadline.** With ``deadline`` (``--bench-task-timeout``, or pytest-timeout's timeout for the
+  item) the loop checks it before every action, and an alarm interrupts a call that blocks past
+  it (see ``deadline.py``). The phase it passes in types the error, as any fault there: while the
+  agent acts it is an agent error (the checker is not called), in reset or step an
+  infrastructure error, in the checker an evaluation error.
 * **Scrubbing.** ``scrub`` (when given) replaces every observation before the agent sees it and
   before it is recorded, so a screenshot scrubber runs ahead of everything that reads pixels.
 """
@@ -30,12 +35,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .budget import BudgetSpent
+from .deadline import Alarm, DeadlinePassed
 from .model import Action, EpisodeRecord, Observation, Step, Verdict
 
 if TYPE_CHECKING:
     from .agent import Agent
     from .benchmark import Benchmark
     from .budget import Budget
+    from .deadline import Deadline
     from .model import Task
 
 DEFAULT_MAX_STEPS = 50
@@ -58,6 +65,13 @@ def _error_type(exc: BaseException, default: str) -> str:
     return kind if kind in ("agent", "infrastructure", "evaluation") else default
 
 
+#: The error type of a fault in each phase.
+_PHASE_ERROR = {"reset": "infrastructure", "step": "infrastructure", "act": "agent", "evaluate": "evaluation"}
+#: What was running when the deadline passed, by phase.
+_WHILE = {"reset": "while the environment reset", "act": "while the agent was acting",
+          "step": "while the environment ran a step", "evaluate": "while the checker ran"}
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -73,6 +87,7 @@ def run_episode(
     on_step: Callable[[Step], None] | None = None,
     budget: Budget | None = None,
     scrub: Callable[[Observation], Observation] | None = None,
+    deadline: Deadline | None = None,
 ) -> EpisodeRecord:
     """Play ``task`` once and return its record. Never raises for agent, environment or checker
     faults: they become the record's ``error_type`` (KeyboardInterrupt and SystemExit pass)."""
@@ -91,6 +106,7 @@ def run_episode(
     if budget is not None:
         budget.start_task()
         agent.budget = budget
+    timer = Alarm(deadline) if deadline is not None else None
     try:
         agent.reset()
         observation = benchmark.reset(task)
@@ -103,6 +119,8 @@ def run_episode(
                 break
             phase = "act"
             step_started = time.perf_counter()
+            if deadline is not None:
+                deadline.check()
             try:
                 if budget is not None:
                     budget.check()
@@ -149,12 +167,17 @@ def run_episode(
             record.verdict = benchmark.evaluate(task, record.final_action)
     except (KeyboardInterrupt, SystemExit):
         raise
+    except DeadlinePassed as passed:
+        record.error_type = _PHASE_ERROR[phase]  # type: ignore[assignment]
+        record.error = f"{passed} {_WHILE[phase]}"
     except BaseException as exc:  # noqa: BLE001 - every other fault becomes part of the record
-        default = {"reset": "infrastructure", "step": "infrastructure", "act": "agent", "evaluate": "evaluation"}[phase]
-        kind = _error_type(exc, default)
+        kind = _error_type(exc, _PHASE_ERROR[phase])
         record.error_type = kind  # type: ignore[assignment]
         where = {"reset": "environment reset", "step": "environment step", "act": "agent", "evaluate": "checker"}[phase]
         record.error = f"{where} failed: {_describe(exc)}"
+    finally:
+        if timer is not None:
+            timer.stop()
     record.total_time_seconds = time.perf_counter() - started
     record.cost_usd = sum(s.cost_usd for s in record.steps)
     return record

@@ -84,6 +84,8 @@ def addoption(parser: pytest.Parser) -> None:
                     help="JSON file of actions per task id for --agent scripted.")
     group.addoption("--max-steps", type=_positive_int("--max-steps"), default=None, metavar="N",
                     help="step limit per task; beats the task's own limit.")
+    group.addoption("--bench-task-timeout", dest="task_timeout", default=None, metavar="SECONDS",
+                    help="deadline of each episode; past it the task fails (default: pytest-timeout's timeout).")
     group.addoption("--run-name", type=checked("run_name", "--run-name"), default=None, metavar="NAME",
                     help="name of the run folder (made unique if it exists).")
     group.addoption("--results-dir", default=None, metavar="DIR",
@@ -104,6 +106,7 @@ def addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_agent", "agent name (as --agent)", default="")
     parser.addini("agentbench_agent_script", "scripted agent file (as --agent-script)", default="")
     parser.addini("agentbench_max_steps", "step limit (as --max-steps)", default="")
+    parser.addini("agentbench_task_timeout", "episode deadline in seconds (as --bench-task-timeout)", default="")
     parser.addini("agentbench_run_name", "run folder name (as --run-name)", default="")
     parser.addini("agentbench_results_dir", "results folder (as --results-dir)", default="")
     parser.addini("agentbench_screenshots", "screenshot mode (as --screenshots)", default="")
@@ -447,6 +450,8 @@ SANDBOX_LIMIT_TYPES = {f"--sandbox-{name}": checked("limit", f"--sandbox-{name}"
 CHECKED_SETTINGS = {
     **{f"sandbox_{name.replace('-', '_')}": SANDBOX_LIMIT_TYPES[f"--sandbox-{name}"] for name in SANDBOX_LIMITS},
     "run_name": checked("run_name", "--run-name"),
+    "task_timeout": checked("number", "--bench-task-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
+                            unit="seconds"),
     "waa_server": checked("url", "--waa-server"),
     "waa_evaluate_url": checked("url", "--waa-evaluate-url"),
     "waa_ready_timeout": waa_ready_timeout,

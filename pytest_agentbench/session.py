@@ -21,12 +21,11 @@ if TYPE_CHECKING:
 
     from .agent import Agent
     from .benchmark import Benchmark
-    from .manifest import Manifest
-    from .model import EpisodeRecord, Task
     from .budget import Budget
     from .infra.pool_plugin import PoolManager
-    from .model import Observation
-    from .outcomes import Outcome
+    from .manifest import Manifest
+    from .model import EpisodeRecord, Observation, Task
+    from .outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's type
     from .record.runfolder import RunFolder
     from .registry import AgentRegistry, BenchmarkRegistry
 
@@ -65,6 +64,19 @@ class AgentbenchPlugin:
         self._budget: Budget | None | bool = None
         self._estimate: list[str] = []
         self._scrub_impls: list[Any] | None = None
+        from .task_timeout import own_timeout
+
+        #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
+        self.task_timeout = own_timeout(config)
+        from .rootdir_check import warn_spaced_path_options
+
+        warn_spaced_path_options(config)
+        from .report_integrations import ALLURE_LISTENER
+
+        if config.pluginmanager.hasplugin(ALLURE_LISTENER):  # allure-pytest writes results
+            from .report_integrations import AllureReports
+
+            config.pluginmanager.register(AllureReports(self), "agentbench-allure")
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -235,6 +247,7 @@ class AgentbenchPlugin:
         from .episode import run_episode
         from .outcomes import default_outcome
         from .record.artifacts import save_episode
+        from .task_timeout import episode_deadline
 
         agent_name = getattr(agent, "name", None) or self.settings.agent
         budget = self.budget
@@ -245,8 +258,9 @@ class AgentbenchPlugin:
         trial = record_fields(item, item.stash[TASK_KEY])
         agent.trial, agent.seed = trial["trial"], trial["seed"]
         started = time.perf_counter()
-        record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
-                             budget=budget, scrub=self._scrubber(task))
+        with episode_deadline(item, self.task_timeout) as deadline:
+            record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
+                                 budget=budget, scrub=self._scrubber(task), deadline=deadline)
         outcome = item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item) or default_outcome(record)
         item.stash[OUTCOME_KEY] = outcome
         payload = save_episode(self, item, task, record, outcome, time.perf_counter() - started)
@@ -283,6 +297,7 @@ class AgentbenchPlugin:
                 return None
             ledger = self.run_folder.path / "budget.ledger" if self.run_folder is not None else None
             self._budget = Budget(run, task, ledger)
+        assert not isinstance(self._budget, bool)
         return self._budget
 
     def _scrubber(self, task: Task) -> Callable[[Observation], Observation] | None:
@@ -299,7 +314,7 @@ class AgentbenchPlugin:
                 given = {"png": png, "task": task, "config": config}
                 result = impl.function(*[given[name] for name in impl.argnames])
                 if result is not None:
-                    png = bytes(result)
+                    png = bytes(result)  # type: ignore[arg-type]  # the hook returns PNG bytes
             return png
 
         def scrub(observation: Observation) -> Observation:
@@ -307,7 +322,7 @@ class AgentbenchPlugin:
                 return observation
             from .model import Observation as Obs
 
-            return Obs(renderer=lambda: scrub_png(observation.screenshot),
+            return Obs(renderer=lambda: scrub_png(observation.screenshot or b""),
                        accessibility_tree=observation.accessibility_tree, window_title=observation.window_title,
                        url=observation.url, app_name=observation.app_name, viewport=observation.viewport,
                        raw=observation.raw)
@@ -346,7 +361,7 @@ class AgentbenchPlugin:
         report.agentbench = payload  # type: ignore[attr-defined]  # plain JSON: survives xdist
         if report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
             # Point the skip at the task rather than at the plugin line that raised it.
-            report.longrepr = (item.nodeid, None, report.longrepr[2])
+            report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
         if self.config.pluginmanager.hasplugin("html"):
             from .record.html import extras_for
 

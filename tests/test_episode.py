@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import time
 
 import pytest
 
@@ -192,8 +194,9 @@ def test_mock_screenshots_are_rendered_only_when_read_and_leave_no_temp_files(tm
     assert observation.has_screenshot and observation._screenshot is None  # nothing drawn yet
     png = observation.screenshot
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     assert Image.open(io.BytesIO(png)).size == (1920, 1200)
     bench.close()
@@ -208,3 +211,82 @@ def test_verdict_from_criteria_counts_evaluated_only():
     assert v.score == 0.5 and v.passed is False and v.reason == "failed: c"
     assert Verdict.from_criteria([Criterion(name="a", passed=None)]).passed is None
     assert Verdict.from_criteria([Criterion(name="a", passed=True)]).passed is True
+
+
+class Sleeper(Agent):
+    """Each act takes ``seconds`` (a blocking sleep), then clicks; never says done."""
+
+    name = "sleeper"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def act(self, observation, task, history=None):
+        time.sleep(self.seconds)
+        return Action(type="click", target_id="1")
+
+
+def test_a_deadline_interrupts_a_blocking_agent():
+    from pytest_agentbench.deadline import Deadline
+
+    bench = Spy()
+    started = time.monotonic()
+    record = run_episode(Sleeper(30), bench, task(), deadline=Deadline(0.3, "test"))
+    assert time.monotonic() - started < 5
+    assert record.error_type == "agent" and record.num_steps == 0
+    assert record.error == "task timeout: 0.3 s (test) ran out while the agent was acting"
+    assert bench.final_seen == []  # the checker is not asked about a timed-out episode
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+
+
+def test_a_deadline_holds_between_steps_where_no_alarm_can_fire():
+    """Off the main thread there is no SIGALRM: the loop's check before each action stops it."""
+    import threading
+
+    from pytest_agentbench.deadline import Deadline
+
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(record=run_episode(
+        Sleeper(0.1), Spy(), task(None), deadline=Deadline(0.35, "test"))))
+    worker.start()
+    worker.join(10)
+    record = out["record"]
+    assert record.error_type == "agent" and record.error.startswith("task timeout: 0.35 s (test) ran out")
+    assert 2 <= record.num_steps <= 4
+
+
+def test_a_deadline_in_reset_is_an_infrastructure_error():
+    from pytest_agentbench.deadline import Deadline
+
+    class SlowReset(Spy):
+        def reset(self, task):
+            time.sleep(30)
+
+    record = run_episode(Clicker(0), SlowReset(), task(), deadline=Deadline(0.2, "test"))
+    assert record.error_type == "infrastructure"
+    assert record.error == "task timeout: 0.2 s (test) ran out while the environment reset"
+
+
+def test_a_deadline_gives_back_an_alarm_armed_before():
+    from pytest_agentbench.deadline import Deadline
+
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        started = time.monotonic()
+        record = run_episode(Clicker(0), Spy(), task(), deadline=Deadline(60, "test"))
+        assert record.error is None
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < left <= 0.5  # still armed, for what was left of it
+        time.sleep(1)
+        assert len(fired) == 1 and fired[0] - started < 0.9
+        # An earlier alarm fires through its own handler while the episode plays; ours stays armed.
+        fired.clear()
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        record = run_episode(Sleeper(0.1), Spy(), task(None), deadline=Deadline(0.6, "test"))
+        assert len(fired) == 1 and record.error.startswith("task timeout: 0.6 s (test) ran out")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

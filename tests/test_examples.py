@@ -167,7 +167,7 @@ def test_todo_scripted_agent_gets_partial_credit(todo, run):
     result.assert_outcomes(passed=2, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
-        "*checker failed: score 0.667 after 2 steps: failed: 'bread' on the list*",
+        "*score 0.667 after 2 steps: failed: 'bread' on the list*",
         "Success rate: 66.7% (outcomes only)",
         "Avg score:    0.889 (outcomes only)",
     ])

@@ -199,7 +199,7 @@ def test_start_state_fails_with_the_reference_reward_and_every_criterion_shown(r
     result = run(*graded(pytester.path / "noop", "-k", "drawio"))
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "checker failed: score 0.286 after 0 steps: 4 of 14 checks passed (reward 0.2857); failed:" in out
+    assert "score 0.286 after 0 steps: 4 of 14 checks passed (reward 0.2857); failed:" in out
     for check in json.loads((TASKS / DRAWIO / "task.json").read_text())["verification"]:
         assert check["description"] in out
     assert "Page 0 has exactly 10 vertices" in out and "match=false, expected true" in out

@@ -20,16 +20,23 @@ def test_each_episode_end_gets_its_outcome(outcome_run):
     result, _ = outcome_run
     result.assert_outcomes(passed=1, failed=4, skipped=1, errors=2)
     out = result.stdout.str()
+    # The first line names what failed (it is the line short summaries show); details follow.
     expected = {
-        "bench/outcomes::d::fail": "checker failed: score 0.000 after 1 step: wrong file content",
-        "bench/outcomes::d::partial": "checker failed: score 0.500 after 1 step: failed: b",
-        "bench/outcomes::d::agent_crash": "agent error after 0 steps: agent failed: ValueError: model returned garbage",
-        "bench/outcomes::d::agent_error": "agent error after 0 steps: agent reported an error: gave up",
-        "ERROR at setup of bench/outcomes::d::infra": "infrastructure error: environment reset failed: ConnectionError: VM unreachable",
-        "ERROR at setup of bench/outcomes::d::checker_crash": "evaluation error: checker failed: RuntimeError: checker exploded",
+        "bench/outcomes::d::fail": ["checker failed: wrong file content",
+                                    "score 0.000 after 1 step: wrong file content"],
+        "bench/outcomes::d::partial": ["checker failed: b", "score 0.500 after 1 step: failed: b"],
+        "bench/outcomes::d::agent_crash": ["agent error: agent failed: ValueError: model returned garbage",
+                                           "after 0 steps"],
+        "bench/outcomes::d::agent_error": ["agent error: agent reported an error: gave up", "after 0 steps"],
+        "ERROR at setup of bench/outcomes::d::infra": [
+            "infrastructure error: environment reset failed: ConnectionError: VM unreachable"],
+        "ERROR at setup of bench/outcomes::d::checker_crash": [
+            "evaluation error: checker failed: RuntimeError: checker exploded"],
     }
-    for header, message in expected.items():
-        result.stdout.fnmatch_lines([f"_* {header} _*", message])
+    for header, lines in expected.items():
+        result.stdout.fnmatch_lines([f"_* {header} _*", *lines])
+    result.stdout.fnmatch_lines(["FAILED bench/outcomes::d::fail - Failed: checker failed: wrong file content",
+                                 "FAILED bench/outcomes::d::partial - Failed: checker failed: b"])
     result.stdout.fnmatch_lines(["PASSED bench/outcomes::d::pass"])
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] bench/outcomes::d::unevaluated: not evaluated: needs an LLM judge"])
     # One-line reasons, no tracebacks from the plugin's internals.
@@ -229,3 +236,25 @@ def pytest_agentbench_register_agents(registry):
     result = run("--bench=mock", "--tasks", "2")
     result.assert_outcomes(failed=2)
     assert {r["agent"] for r in results(only_run_folder(pytester.path))} == {"lazy-mock"}
+
+
+def test_a_failures_first_line_names_what_failed_and_stays_short():
+    from pytest_agentbench.model import Criterion, EpisodeRecord, Verdict
+    from pytest_agentbench.outcomes import HEADLINE_CHARS, default_outcome
+
+    def first_lines(verdict=None, **fields):
+        record = EpisodeRecord(task_id="t", benchmark="b", agent="a", num_steps=2, verdict=verdict, **fields)
+        return default_outcome(record).message.splitlines()
+
+    one = Verdict.from_criteria([Criterion(name="ok", passed=True),
+                                 Criterion(name="file saved", passed=False, detail="no report.txt")])
+    assert first_lines(one)[:2] == ["checker failed: file saved: no report.txt",
+                                    "score 0.500 after 2 steps: failed: file saved"]
+    many = Verdict.from_criteria([Criterion(name=f"c{i}", passed=False) for i in range(5)])
+    assert first_lines(many)[0] == "checker failed: c0, c1, c2 and 2 more"
+    long_reason = "the spreadsheet's totals row " * 10
+    lines = first_lines(Verdict(score=0.0, passed=False, reason=long_reason))
+    assert len(lines[0]) == HEADLINE_CHARS and lines[0].endswith("...")
+    assert lines[1] == f"score 0.000 after 2 steps: {long_reason}"  # given whole on the next line
+    lines = first_lines(error_type="agent", error="step limit reached: the agent took 15 steps without done")
+    assert lines == ["agent error: step limit reached: the agent took 15 steps without done", "after 2 steps"]

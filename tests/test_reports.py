@@ -101,7 +101,9 @@ def test_junit_xml_has_per_item_properties(run, pytester):
     assert props["score"] == "0.000" and props["steps"] == "0"
     assert props["verdict"] == "clicked=[], typed='', final=done"
     assert float(props["duration"]) >= 0
-    assert cases[0].find("failure").get("message").startswith("Failed: checker failed: score 0.000")
+    assert cases[0].find("failure").get("message").startswith(
+        "Failed: checker failed: form submitted: neither Submit clicked nor text typed and OK clicked\n"
+        "score 0.000 after 0 steps")
 
 
 class _Table(HTMLParser):

@@ -27,7 +27,7 @@ def extras_for(config: pytest.Config, folder: RunFolder | None, payload: dict[st
     report_dir = _report_dir(config)
     if report_dir is None or folder is None:
         return []
-    from pytest_html import extras
+    from pytest_html import extras  # type: ignore[import-untyped]
 
     def rel(path: str) -> str:
         return Path(os.path.relpath(folder.path.absolute() / path, report_dir)).as_posix()

@@ -123,7 +123,7 @@ class CaseItem(pytest.Item):
         self.payload: dict[str, Any] | None = None
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, self.name
+        return self.path, 0, self.name  # the case file, from its first line
 
     def _payload(self, status: str, **extra: Any) -> dict[str, Any]:
         from .cases import shown
@@ -163,7 +163,7 @@ class CaseItem(pytest.Item):
             for metric in chosen:  # name the one that raised
                 try:
                     score_all(trace, case.case, [metric])
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - any fault of a metric is reported as its own
                     self._error(f"{shown(self.path)}: metric {metric!r} raised {type(exc).__name__}: {exc}")
             raise
         for result in results:
@@ -253,11 +253,11 @@ class ReportHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, CaseItem) and item.payload is not None:
-            if report.when == "call" or (report.when == "setup" and not report.passed):
-                setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-                if report.skipped and isinstance(report.longrepr, tuple):
-                    report.longrepr = (str(item.path), None, report.longrepr[2])
+        attach = report.when == "call" or (report.when == "setup" and not report.passed)
+        if isinstance(item, CaseItem) and item.payload is not None and attach:
+            setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
+            if report.skipped and isinstance(report.longrepr, tuple):
+                report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]  # no line
         return report
 
 
@@ -314,8 +314,9 @@ def overall_mean(payloads: list[dict[str, Any]]) -> tuple[float | None, int]:
 
 def summary_lines(payloads: list[dict[str, Any]]) -> list[str]:
     counts = {s: sum(1 for p in payloads if p["status"] == s) for s in ("passed", "failed", "not-evaluated", "error")}
-    lines = [f"Cases: {len(payloads)} ({counts['passed']} passed, {counts['failed']} failed, "
-             f"{counts['not-evaluated']} not evaluated, {counts['error']} error{'' if counts['error'] == 1 else 's'})"]
+    errors = f"{counts['error']} error{'' if counts['error'] == 1 else 's'}"
+    lines = [(f"Cases: {len(payloads)} ({counts['passed']} passed, {counts['failed']} failed, "
+              f"{counts['not-evaluated']} not evaluated, {errors})")]
     per: dict[str, dict[str, Any]] = {}
     for p in payloads:
         for m in p["metrics"]:
@@ -330,7 +331,7 @@ def summary_lines(payloads: list[dict[str, Any]]) -> list[str]:
         scores = row["scores"]
         rows.append([row["name"], str(len(scores)), str(row["passed"]), str(row["failed"]), str(row["none"]),
                      f"{sum(scores) / len(scores):.3f}" if scores else "-"])
-    mean, count = overall_mean(payloads)
+    mean, _count = overall_mean(payloads)
     if rows:
         evaluated = sum(len(r["scores"]) for r in per.values())
         rows.append(["all metrics", str(evaluated), str(sum(r["passed"] for r in per.values())),

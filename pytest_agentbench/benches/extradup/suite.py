@@ -85,7 +85,11 @@ class CellItem(pytest.Item):
         self._folder: str | None = None
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, 0, self.nodeid
+        # Located at the reward under test (pytest-sugar and CI annotations show this).
+        from ...report_integrations import source_of
+
+        source = source_of(self.reward.function)
+        return (source if source is not None else (self.path, 0)) + (self.nodeid,)
 
     def setup(self) -> None:
         spec = CONDITIONS[self.condition]
@@ -202,13 +206,13 @@ class ExtraDup:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, CellItem) and item.payload is not None:
-            if report.when == "call" or (report.when == "setup" and not report.passed):
-                setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-                if report.skipped and isinstance(report.longrepr, tuple):
-                    # No line number: the skip summary then names the item alone. pytest's own summary
-                    # takes None here (terminal._folded_skips); TestReport's annotation says int.
-                    report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]
+        attach = report.when == "call" or (report.when == "setup" and not report.passed)
+        if isinstance(item, CellItem) and item.payload is not None and attach:
+            setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
+            if report.skipped and isinstance(report.longrepr, tuple):
+                # No line number: the skip summary then names the item alone. pytest's own summary
+                # takes None here (terminal._folded_skips); TestReport's annotation says int.
+                report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -174,6 +174,10 @@ class OpenComputerBenchmark(Benchmark):
             self._tasks_dir = resolve_tasks_dir(self.tasks_arg)
         return self._tasks_dir
 
+    def task_source(self, task: Task) -> Path:
+        """The task's ``task.json``: reports locate its item there."""
+        return self.tasks_dir / task.task_id / "task.json"
+
     def list_tasks(self, limit: int | None = None) -> list[Task]:
         if self._tasks is None:
             self._tasks, self._left_out = load_tasks(self.tasks_dir)

@@ -169,6 +169,10 @@ class WAABenchmark(Benchmark):
     def list_tasks(self, limit: int | None = None) -> list[Task]:
         return self.taskset.tasks(limit)
 
+    def task_source(self, task: Task) -> Path:
+        """The task's JSON file: reports locate its item there."""
+        return self.taskset.tree.task_file(task.domain, task.task_id)
+
     def load_task(self, task_id: str) -> Task:
         try:
             return self.taskset.find(task_id)
