@@ -14,8 +14,9 @@ client only moves observations out and actions back. The protocol (bodies docume
   answered by ``{"action": {...}[, "usage": {...}]}``. ``usage`` feeds ``take_usage``, so budgets
   (``--max-cost-usd``) and recorded costs work for remote model agents too.
 
-Failures: connection errors, timeouts and 429/502/503/504 are retried with backoff
-(``retries``/``backoff_seconds``); once retries run out, or on any other non-2xx status, ``act``
+Failures: connection errors, timeouts and 429/502/503/504 are retried with jittered exponential
+backoff (``retries``/``backoff_seconds``/``jitter_seconds``), waiting longer when the server's
+``Retry-After`` (seconds or an HTTP-date) asks to, up to 30 s or ``--agent-timeout``; once retries run out, or on any other non-2xx status, ``act``
 raises :class:`HttpAgentError` (the episode records an agent error). A 2xx reply the client cannot
 use (not JSON, no ``action``, an invalid action or usage) follows the bad-reply rule: the first is
 recorded as a ``wait 0`` step and the next /act carries ``error`` explaining why; a second in a row
@@ -29,12 +30,15 @@ import json
 import math
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import tenacity
 from pydantic import ValidationError
 
 from ..agent import Agent, Usage
+from ..infra.retry import call_with_retries
 from ..model import Action
 
 if TYPE_CHECKING:
@@ -165,8 +169,11 @@ class HttpAgent(Agent):
     name = "http"
     #: Extra attempts after a transient failure (connection error, timeout, 429/502/503/504).
     retries = 3
-    #: The first wait between attempts, doubled after each; a Retry-After header beats it.
+    #: The first wait between attempts, doubled after each; a longer Retry-After header beats it.
     backoff_seconds = 0.5
+    #: Up to this many seconds are added at random to each backoff wait, so that many clients
+    #: failing together do not retry in step.
+    jitter_seconds = 0.5
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None) -> None:
         self.url = check_url(url)
@@ -183,6 +190,8 @@ class HttpAgent(Agent):
         self._bad_replies = 0
         self._error: str | None = None
         self._usage: Usage | None = None
+        #: Replaceable for tests: the waits between attempts go through it.
+        self.sleep: Callable[[float], None] = time.sleep
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def check_health(self) -> dict[str, Any]:
@@ -295,35 +304,28 @@ class HttpAgent(Agent):
         stateless server may leave /reset out). Raises HttpAgentError once retrying is over."""
         where = f"{self.url}{path}"
         attempts = self.retries + 1
-        for attempt in range(1, attempts + 1):
-            wait = self.backoff_seconds * 2 ** (attempt - 1)
-            try:
-                response = self._client.post(where, json=body)
-            except httpx.TimeoutException:
-                if attempt == attempts:
-                    raise HttpAgentError(f"POST {where} timed out after {self.timeout:g} s ({attempts} attempts); "
-                                         "raise --agent-timeout or make the agent server answer sooner") from None
-            except httpx.TransportError as exc:
-                if attempt == attempts:
-                    raise HttpAgentError(f"POST {where} failed ({attempts} attempts): {type(exc).__name__}: "
-                                         f"{_first_line(str(exc))}") from None
-            else:
-                if response.is_success or (optional and response.status_code in (404, 405)):
-                    return response
-                if response.status_code not in RETRY_STATUSES or attempt == attempts:
-                    tries = f" after {attempts} attempts" if response.status_code in RETRY_STATUSES else ""
-                    raise HttpAgentError(f"POST {where} answered {response.status_code}{tries}: "
-                                         f"{_first_line(response.text) or '(empty body)'}")
-                wait = max(wait, _retry_after(response))
-            time.sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            response = call_with_retries(
+                lambda: self._client.post(where, json=body), attempts=attempts, retry=_TRANSIENT,
+                backoff=self.backoff_seconds, jitter=self.jitter_seconds, cap=min(MAX_RETRY_AFTER, self.timeout),
+                sleep=self.sleep,
+            )
+        except httpx.TimeoutException:
+            raise HttpAgentError(f"POST {where} timed out after {self.timeout:g} s ({attempts} attempts); "
+                                 "raise --agent-timeout or make the agent server answer sooner") from None
+        except httpx.TransportError as exc:
+            raise HttpAgentError(f"POST {where} failed ({attempts} attempts): {type(exc).__name__}: "
+                                 f"{_first_line(str(exc))}") from None
+        if response.is_success or (optional and response.status_code in (404, 405)):
+            return response
+        tries = f" after {attempts} attempts" if response.status_code in RETRY_STATUSES else ""
+        raise HttpAgentError(f"POST {where} answered {response.status_code}{tries}: "
+                             f"{_first_line(response.text) or '(empty body)'}")
 
 
-def _retry_after(response: httpx.Response) -> float:
-    try:
-        return min(max(float(response.headers.get("retry-after", 0)), 0.0), MAX_RETRY_AFTER)
-    except ValueError:  # an HTTP date: not worth parsing for a local agent server
-        return 0.0
+#: Worth another try: the connection failed or timed out, or the server said "not now".
+_TRANSIENT = tenacity.retry_if_exception_type(httpx.TransportError) | tenacity.retry_if_result(
+    lambda response: response.status_code in RETRY_STATUSES)
 
 
 def make_agent(config: pytest.Config | None) -> HttpAgent:
