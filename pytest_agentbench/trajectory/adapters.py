@@ -543,7 +543,7 @@ TRAJECTORY_SCHEMA = "pytest-agentbench/trajectory/v1"
 TERMINAL_ACTIONS = ("done", "fail", "answer", "error")
 
 
-def from_run_record(record: str | Path | Mapping[str, Any]) -> Trace:
+def from_run_record(record: str | Path | Mapping[str, Any], *, where: str = "run record") -> Trace:
     """A trace from this plugin's ``trajectory.json`` (schema ``pytest-agentbench/trajectory/v1``),
     as a path or the loaded dict.
 
@@ -554,9 +554,8 @@ def from_run_record(record: str | Path | Mapping[str, Any]) -> Trace:
     (``done``, ``fail``, ``answer``, ``error``) is never executed and becomes an ``output`` step;
     an ``answer``'s text is the ``final_output``. ``actual_state`` holds the checker's view:
     ``outcome``, ``verdict_passed``, ``verdict_score`` and ``criteria`` (criterion name ->
-    passed), for ``expected_final_state`` to check.
+    passed), for ``expected_final_state`` to check. ``where`` names a loaded dict in messages.
     """
-    where = "run record"
     if not isinstance(record, Mapping):
         path = Path(record)
         where = str(path)
