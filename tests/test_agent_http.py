@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from conftest import notepad_project, only_run_folder, results
 from jsonschema import Draft202012Validator
 
-from conftest import notepad_project, only_run_folder, results
 from pytest_agentbench.agents import http as http_agent
 from pytest_agentbench.agents.http import HttpAgent, HttpAgentError, check_url, parse_usage
 from pytest_agentbench.infra.retry import retry_after_seconds
@@ -106,7 +106,7 @@ class Fault:
 
 
 class RecordingHandler(example.Handler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         status = self.server.health_status
         if status != 200 and self.path == "/health":
             self.send_json(status, {"error": "not ready"})
@@ -487,7 +487,7 @@ def test_check_url():
 
 # -- WAA against the fake WAA server --------------------------------------------------------------------
 def test_waa_notepad_task_through_the_http_agent(run, pytester, serve):
-    from pytest_agentbench.testing import FakeWAAServer, NOTEPAD_SOLUTION, serve_notepad_gold
+    from pytest_agentbench.testing import NOTEPAD_SOLUTION, FakeWAAServer, serve_notepad_gold
 
     args = notepad_project(pytester.path, 1)
     args = args[:args.index("--agent")]

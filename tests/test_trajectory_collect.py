@@ -17,8 +17,15 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.trajectory import cases
-from pytest_agentbench.trajectory.cases import CaseError, CaseSyntaxError, find_trace, load_trace, parse_case, \
-    read_case_file, trace_from_json
+from pytest_agentbench.trajectory.cases import (
+    CaseError,
+    CaseSyntaxError,
+    find_trace,
+    load_trace,
+    parse_case,
+    read_case_file,
+    trace_from_json,
+)
 
 DATA = Path(__file__).parent / "data" / "trajectory_cases"
 
@@ -123,9 +130,9 @@ def test_the_example_suite_matches_the_reference_outcomes(suite, run):
         "Goal Completion Rate     0.500  FAILED*",
         "case4_denied: 1 of 5 evaluated metric(s) failed*",
         "Fixture Freshness        1.000  passed         Fixture fingerprint matches current agent spec (PASS).",
-        "cases/case5_missing_trace.case.json: no trace for this case; put one of case5_missing_trace.trace.json, "
-        "case5_missing_trace.openai.json, case5_missing_trace.langchain.json, case5_missing_trace.trace next to it, "
-        "or name the file with a \"trace\" key",
+        ("cases/case5_missing_trace.case.json: no trace for this case; put one of case5_missing_trace.trace.json, "
+         "case5_missing_trace.openai.json, case5_missing_trace.langchain.json, case5_missing_trace.trace next to it, "
+         "or name the file with a \"trace\" key"),
     ])
     result.stdout.fnmatch_lines([
         "*= trajectory checks =*",
@@ -289,8 +296,8 @@ def test_bad_case_and_trace_files_are_errors_of_their_own_items(toys, run):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, errors=len(BAD_CASES) + 1)
     result.stdout.fnmatch_lines_random([message for _, _, message in BAD_CASES.values()] + [
-        "c/two.case.json: more than one trace for this case (two.trace.json, two.openai.json); keep one, or "
-        "choose with a \"trace\" key"])
+        ("c/two.case.json: more than one trace for this case (two.trace.json, two.openai.json); keep one, or "
+         "choose with a \"trace\" key")])
     # a case file that is valid JSON but not an object is named by its file
     assert "c/a_list.case.json::a_list" in result.stdout.str()
 

@@ -139,7 +139,7 @@ class Unavailable(http.server.BaseHTTPRequestHandler):
     """A real loopback server answering each request with the next of ``server.replies`` (status,
     Retry-After header or None), then 200."""
 
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.paths.append(self.path)
         status, retry_after = self.server.replies.pop(0) if self.server.replies else (200, None)
@@ -193,9 +193,9 @@ def test_retry_after_is_capped_by_the_request_timeout(unavailable):
 
 def test_retries_run_out_with_retry_after_too(unavailable):
     unavailable.replies[:] = [(503, "1")] * 5
-    with _real_client(unavailable, retries=2, backoff=0.0, jitter=0.0) as client:
-        with pytest.raises(InfrastructureError, match="failed after 3 attempt.*HTTP 503"):
-            client.setup([{"type": "close_all", "parameters": {}}])
+    with _real_client(unavailable, retries=2, backoff=0.0, jitter=0.0) as client, \
+            pytest.raises(InfrastructureError, match="failed after 3 attempt.*HTTP 503"):
+        client.setup([{"type": "close_all", "parameters": {}}])
     assert client.sleeps == [1.0, 1.0] and len(unavailable.paths) == 3
 
 
@@ -410,7 +410,7 @@ def test_download_redirects_are_checked_hop_by_hop_and_sizes_capped():
             return httpx.Response(302, headers={"location": "/loop"})
         return httpx.Response(200, content=b"x" * 2048)
 
-    public = lambda host: ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]  # noqa: E731
+    public = lambda host: ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]
     http = httpx.Client(transport=httpx.MockTransport(handler))
     with pytest.raises(DownloadRefused, match="169.254.169.254, a non-public address"):
         fetch(http, "http://files.example/hop", resolve=public)

@@ -130,27 +130,31 @@ def _first_line(text: str, limit: int = 200) -> str:
     return " ".join(text[:limit].split())
 
 
+class BadUsage(ValueError):
+    """The reply's ``usage`` object cannot be used (the message names the key and the value)."""
+
+
 def parse_usage(data: Any) -> Usage:
     """The reply's ``usage`` object. Unknown keys are errors: a misspelt ``cost`` would otherwise
     silently switch budgets off."""
     if not isinstance(data, dict):
-        raise ValueError(f"usage must be a JSON object, got {type(data).__name__}")
+        raise BadUsage(f"usage must be a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(USAGE_KEYS))
     if unknown:
-        raise ValueError(f"usage has unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(USAGE_KEYS)}")
+        raise BadUsage(f"usage has unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(USAGE_KEYS)}")
     usage = Usage(calls=1)
     for key in ("input_tokens", "output_tokens", "calls"):
         value = data.get(key, getattr(usage, key))
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"usage.{key} must be a whole number >= 0, got {value!r}")
+            raise BadUsage(f"usage.{key} must be a whole number >= 0, got {value!r}")
         setattr(usage, key, value)
     cost = data.get("cost_usd", 0.0)
     if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf:
-        raise ValueError(f"usage.cost_usd must be a number >= 0, got {cost!r}")
+        raise BadUsage(f"usage.cost_usd must be a number >= 0, got {cost!r}")
     usage.cost_usd = float(cost)
     model = data.get("model")
     if model is not None and not isinstance(model, str):
-        raise ValueError(f"usage.model must be a string, got {model!r}")
+        raise BadUsage(f"usage.model must be a string, got {model!r}")
     usage.model = model
     return usage
 

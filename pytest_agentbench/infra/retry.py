@@ -60,7 +60,7 @@ def response_retry_after(state: tenacity.RetryCallState) -> float | None:
     return retry_after_seconds(response.headers.get("retry-after"))
 
 
-class wait_backoff_or_retry_after(wait_base):  # noqa: N801 - named like tenacity's own wait strategies
+class wait_backoff_or_retry_after(wait_base):
     """``backoff * 2**(n-1)`` plus up to ``jitter`` seconds at random, or the server's Retry-After
     when that is longer, the Retry-After being cut to ``cap`` seconds."""
 

@@ -466,9 +466,9 @@ def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None,
         if record.get("event_type") == "trace_header":
             raise TraceFormatError(f"{where}: a trace_header must be the first record")
     own = [(record, where, False) for record, where in records]
-    parent_id = header.get("parent_trace_id") if header else None
-    if parent_id is None:
+    if header is None or header.get("parent_trace_id") is None:
         return header, own
+    parent_id = header["parent_trace_id"]
     divergence_id = header.get("divergence_step_id")
     if not isinstance(parent_id, str) or not parent_id or divergence_id is None:
         raise TraceFormatError(f"{path}: trace_header needs both parent_trace_id and divergence_step_id")

@@ -83,7 +83,7 @@ def shown(path: Path | str) -> str:
     strings: this runs several times per item, and pathlib's ``relative_to`` is slow.)"""
     text = os.fspath(path)
     here = os.path.join(os.getcwd(), "")
-    return text[len(here):] if text.startswith(here) else text
+    return text.removeprefix(here)
 
 
 def case_stem(path: Path) -> str:
@@ -134,9 +134,10 @@ def parse_case(data: Any, path: Path) -> Case:
     text = data.get("input", "")
     if not isinstance(text, str):
         raise CaseError(f"{where}: input must be a string, got {_kind(text)}")
-    calls = data.get("expected_tool_calls") if data.get("expected_tool_calls") is not None else []
-    state = data.get("expected_final_state") if data.get("expected_final_state") is not None else {}
-    contains = data.get("expected_output_contains") if data.get("expected_output_contains") is not None else []
+    # Absent or null: no expectation. The values are checked below (case_problems), not here.
+    calls = _or_empty(data, "expected_tool_calls", [])
+    state = _or_empty(data, "expected_final_state", {})
+    contains = _or_empty(data, "expected_output_contains", [])
     case = TestCase(task_id=task_id, input=text, expected_tool_calls=calls, expected_final_state=state,
                     expected_output_contains=contains, max_steps=data.get("max_steps"),
                     timeout_seconds=data.get("timeout_seconds"))
@@ -175,6 +176,11 @@ def parse_case(data: Any, path: Path) -> Case:
         raise CaseError(f"{where}: marks must be a list of marker names (identifiers), got {marks!r}")
     return Case(path=path, case=case, metrics=metrics, min_score=min_score, trace=trace, trace_format=fmt,
                 trace_fields=dict(fields), marks=tuple(marks))
+
+
+def _or_empty(data: dict[str, Any], key: str, empty: Any) -> Any:
+    value = data.get(key)
+    return empty if value is None else value
 
 
 def _kind(value: Any) -> str:

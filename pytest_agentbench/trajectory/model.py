@@ -40,7 +40,7 @@ class TraceStep:
     type: str  # "thought" | "tool_call" | "tool_result" | "output"
     content: str = ""
     tool_name: str | None = None
-    tool_args: dict[str, Any] | None = None
+    tool_args: object = None  # an object as a rule; kept as recorded when an agent sent something else
     tool_result: Any = None
     timestamp: float = 0.0
     error: str | None = None

@@ -35,7 +35,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -45,6 +45,9 @@ from ...benchmark import EvaluationError, InfrastructureError
 from ...infra.retry import call_with_retries
 from ...model import Action, Criterion, Observation, Verdict
 from . import downloads, scoring
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger("pytest_agentbench.waa")
 
@@ -695,7 +698,7 @@ class WAAClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> WAAClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
