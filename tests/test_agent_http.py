@@ -350,7 +350,8 @@ def test_retry_after_in_seconds_and_as_an_http_date_is_waited_for(server):
 
 def test_a_retry_after_longer_than_the_timeout_waits_only_the_timeout(server):
     late = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(hours=2), usegmt=True)
-    server.faults["/act"] = [Fault(503, "", headers={"Retry-After": "3600"}), Fault(429, "", headers={"Retry-After": late})]
+    server.faults["/act"] = [Fault(503, "", headers={"Retry-After": "3600"}),
+                             Fault(429, "", headers={"Retry-After": late})]
     agent, sleeps = _recording_agent(server.url, timeout=4)
     try:
         agent.act(Observation(), Task(task_id="t"), [])

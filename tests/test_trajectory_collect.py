@@ -493,7 +493,8 @@ def test_traces_are_found_with_one_listing_of_their_folder(tmp_path, monkeypatch
     (tmp_path / "c0.trace.json").unlink()
     (tmp_path / "c0.openai.json").write_text("[]")
     os.utime(tmp_path, ns=(1, 1))  # even where folder times are coarse, a changed time is a new listing
-    assert find_trace(parse_case({"task_id": "c0"}, tmp_path / "c0.case.json")) == (tmp_path / "c0.openai.json", "openai")
+    found = find_trace(parse_case({"task_id": "c0"}, tmp_path / "c0.case.json"))
+    assert found == (tmp_path / "c0.openai.json", "openai")
     assert len(listings) == 2
 
 

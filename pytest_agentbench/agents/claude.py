@@ -371,14 +371,14 @@ class ClaudeAgent(Agent):
     def _image_block(self, observation: Observation) -> dict[str, Any] | None:
         data = observation.screenshot
         size = png_size(data) if data else None
-        if size is None:
+        if data is None or size is None:
             if observation.viewport:
-                self._screen = tuple(observation.viewport)  # type: ignore[assignment]
+                self._screen = observation.viewport
                 self._display = declared_size(*self._screen)
             return None
         self._screen = size
         self._display = declared_size(*size)
-        png = resize_png(data, self._display)  # type: ignore[arg-type]
+        png = resize_png(data, self._display)
         return {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                             "data": base64.b64encode(png).decode("ascii")}}
 

@@ -16,8 +16,9 @@ client only moves observations out and actions back. The protocol (bodies docume
 
 Failures: connection errors, timeouts and 429/502/503/504 are retried with jittered exponential
 backoff (``retries``/``backoff_seconds``/``jitter_seconds``), waiting longer when the server's
-``Retry-After`` (seconds or an HTTP-date) asks to, up to 30 s or ``--agent-timeout``; once retries run out, or on any other non-2xx status, ``act``
-raises :class:`HttpAgentError` (the episode records an agent error). A 2xx reply the client cannot
+``Retry-After`` (seconds or an HTTP-date) asks to, up to 30 s or ``--agent-timeout``
+(:mod:`..infra.retry`); once retries run out, or on any other non-2xx status, ``act`` raises
+:class:`HttpAgentError` (the episode records an agent error). A 2xx reply the client cannot
 use (not JSON, no ``action``, an invalid action or usage) follows the bad-reply rule: the first is
 recorded as a ``wait 0`` step and the next /act carries ``error`` explaining why; a second in a row
 ends the episode with an ``error`` action whose ``raw`` holds the reply.

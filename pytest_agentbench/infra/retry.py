@@ -104,4 +104,4 @@ def call_with_retries(
         retry=retry,
         retry_error_callback=_last_outcome,
     )
-    return retrying(send)  # type: ignore[no-any-return]
+    return retrying(send)

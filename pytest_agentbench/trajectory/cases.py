@@ -302,7 +302,8 @@ def _read_text(path: Path, error: type[Exception]) -> str:
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size > MAX_TRACE_BYTES:
-            raise error(f"{shown(path)}: the file is {size} bytes; case and trace files may be at most {MAX_TRACE_BYTES} bytes")
+            raise error(f"{shown(path)}: the file is {size} bytes; case and trace files may be at most "
+                        f"{MAX_TRACE_BYTES} bytes")
         return file.read().decode("utf-8")
 
 

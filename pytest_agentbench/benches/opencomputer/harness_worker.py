@@ -59,7 +59,8 @@ class Commands:
         self.background = []
 
     def run(self, command, timeout=None, background=False):
-        argv = ["bash", "-lc", f"export DBUS_SESSION_BUS_ADDRESS=${{DBUS_SESSION_BUS_ADDRESS:-{shlex.quote(DBUS)}}}; {command}"]
+        prefix = f"export DBUS_SESSION_BUS_ADDRESS=${{DBUS_SESSION_BUS_ADDRESS:-{shlex.quote(DBUS)}}}; "
+        argv = ["bash", "-lc", f"{prefix}{command}"]
         if background:
             proc = subprocess.Popen(argv, cwd=HOME, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True)

@@ -22,8 +22,9 @@ It speaks the upstream protocol, checked against upstream's real server (see the
 
 Transient network errors (connect errors, and 502/503/504 replies) are retried with exponential
 backoff plus random jitter (:mod:`...infra.retry`), waiting longer when a reply's ``Retry-After``
-(seconds or an HTTP-date) asks to, up to the request's timeout; read timeouts are retried only for requests that are safe to repeat. After the retries an
-:class:`InfrastructureError` names the URL.
+(seconds or an HTTP-date) asks to, up to the request's timeout; read timeouts are retried only
+for requests that are safe to repeat. After the retries an :class:`InfrastructureError` names the
+URL.
 """
 
 from __future__ import annotations
