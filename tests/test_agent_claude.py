@@ -30,11 +30,11 @@ from fake_anthropic import (
 
 anthropic = pytest.importorskip("anthropic")  # imported here, before any inner pytest run
 
-from pytest_agentbench.agent import StepEstimate  # noqa: E402
-from pytest_agentbench.agents import claude  # noqa: E402
-from pytest_agentbench.agents.claude import ClaudeAgent, ClaudeAPIError, declared_size, key_action  # noqa: E402
-from pytest_agentbench.budget import Budget, BudgetSpent  # noqa: E402
-from pytest_agentbench.model import Action, Observation, Task  # noqa: E402
+from pytest_agentbench.agent import StepEstimate
+from pytest_agentbench.agents import claude
+from pytest_agentbench.agents.claude import ClaudeAgent, ClaudeAPIError, declared_size, key_action
+from pytest_agentbench.budget import Budget, BudgetSpent
+from pytest_agentbench.model import Action, Observation, Task
 
 KEY = "sk-ant-test-0123456789abcdefSECRET"
 TASK = Task(task_id="t1", instruction="Press the Submit button.")
@@ -157,9 +157,9 @@ def test_computer_actions_map_to_core_actions(params, expected):
 
 
 def test_a_click_without_coordinate_clicks_where_the_pointer_was_moved():
-    agent, rec = agent_for([ok(message(tool_use("mouse_move", coordinate=[100, 50]))),
-                            ok(message(tool_use("left_click"))),
-                            ok(message(tool_use("cursor_position")))])
+    agent, _ = agent_for([ok(message(tool_use("mouse_move", coordinate=[100, 50]))),
+                          ok(message(tool_use("left_click"))),
+                          ok(message(tool_use("cursor_position")))])
     moved, clicked, _ = play(agent, 3)
     assert "mouse_move" in moved.reason
     assert (clicked.type, clicked.x, clicked.y) == ("click", 150, 75)
@@ -337,8 +337,9 @@ def test_usage_and_cost_come_from_the_response_and_the_price_table():
 
 def test_an_unpriced_model_records_tokens_at_cost_zero_and_warns_once():
     claude._warned.discard("price:claude-sonnet-4-6-preview")
-    with pytest.warns(UserWarning):
+    with pytest.warns(UserWarning, match="not in the computer-use tool table"):
         agent, _ = agent_for([ok(message(tool_use("wait", duration=0)))] * 2, model="claude-sonnet-4-6-preview")
+    with pytest.warns(UserWarning, match="no list price for model 'claude-sonnet-4-6-preview'"):
         play(agent, 1)
     usage = agent.take_usage()
     assert (usage.input_tokens, usage.cost_usd) == (2000, 0.0)

@@ -7,6 +7,7 @@ The example server's handler is subclassed here only to record requests and to i
 
 from __future__ import annotations
 
+import email.utils
 import importlib.util
 import json
 import socket
@@ -14,16 +15,18 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from conftest import notepad_project, only_run_folder, results
 from jsonschema import Draft202012Validator
 
-from conftest import notepad_project, only_run_folder, results
 from pytest_agentbench.agents import http as http_agent
 from pytest_agentbench.agents.http import HttpAgent, HttpAgentError, check_url, parse_usage
+from pytest_agentbench.infra.retry import retry_after_seconds
 from pytest_agentbench.model import Action, ActionType, Observation, Task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,14 +97,16 @@ def test_schema_action_and_task_match_the_models_and_the_records():
 
 # -- an in-process agent server ------------------------------------------------------------------------
 class Fault:
-    """What to answer instead of the example's reply: ``status``/``body`` after ``delay`` seconds."""
+    """What to answer instead of the example's reply: ``status``/``body`` (and ``headers``) after
+    ``delay`` seconds."""
 
-    def __init__(self, status: int = 200, body: Any = "", *, delay: float = 0.0) -> None:
-        self.status, self.body, self.delay = status, body, delay
+    def __init__(self, status: int = 200, body: Any = "", *, delay: float = 0.0,
+                 headers: dict[str, str] | None = None) -> None:
+        self.status, self.body, self.delay, self.headers = status, body, delay, headers or {}
 
 
 class RecordingHandler(example.Handler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         status = self.server.health_status
         if status != 200 and self.path == "/health":
             self.send_json(status, {"error": "not ready"})
@@ -122,6 +127,8 @@ class RecordingHandler(example.Handler):
         try:
             self.send_response(fault.status)
             self.send_header("Content-Length", str(len(payload.encode())))
+            for name, value in fault.headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload.encode())
         except OSError:  # the client gave up waiting (timeout tests)
@@ -192,6 +199,7 @@ def server(serve) -> TestServer:
 @pytest.fixture(autouse=True)
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(HttpAgent, "backoff_seconds", 0.0)
+    monkeypatch.setattr(HttpAgent, "jitter_seconds", 0.0)
 
 
 def free_port() -> int:
@@ -319,6 +327,77 @@ def test_a_server_too_slow_for_the_timeout_is_an_agent_error(run, pytester, serv
     assert "timed out after 0.15 s (2 attempts); raise --agent-timeout" in row["error"]
 
 
+def _recording_agent(url: str, **kwargs: Any) -> tuple[HttpAgent, list[float]]:
+    agent = HttpAgent(url, **kwargs)
+    sleeps: list[float] = []
+    agent.sleep = sleeps.append
+    return agent, sleeps
+
+
+def test_retry_after_in_seconds_and_as_an_http_date_is_waited_for(server):
+    soon = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=3), usegmt=True)
+    server.faults["/act"] = [Fault(429, "slow down", headers={"Retry-After": "2"}),
+                             Fault(503, "restarting", headers={"Retry-After": soon})]
+    agent, sleeps = _recording_agent(server.url, timeout=10)
+    try:
+        assert agent.act(Observation(), Task(task_id="t"), []).type == "fail"  # no Submit button: the real reply
+    finally:
+        agent.close()
+    assert len(server.bodies("/act")) == 3
+    assert sleeps[0] == 2.0
+    assert 1.5 < sleeps[1] <= 3.0  # the date has whole seconds, so the wait is a little under 3 s
+
+
+def test_a_retry_after_longer_than_the_timeout_waits_only_the_timeout(server):
+    late = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(hours=2), usegmt=True)
+    server.faults["/act"] = [Fault(503, "", headers={"Retry-After": "3600"}),
+                             Fault(429, "", headers={"Retry-After": late})]
+    agent, sleeps = _recording_agent(server.url, timeout=4)
+    try:
+        agent.act(Observation(), Task(task_id="t"), [])
+    finally:
+        agent.close()
+    assert sleeps == [4.0, 4.0]
+    agent, sleeps = _recording_agent(server.url, timeout=300)
+    server.faults["/act"] = [Fault(503, "", headers={"Retry-After": "3600"})]
+    try:
+        agent.act(Observation(), Task(task_id="t"), [])
+    finally:
+        agent.close()
+    assert sleeps == [http_agent.MAX_RETRY_AFTER]
+
+
+def test_backoff_doubles_with_jitter_added(server, monkeypatch):
+    monkeypatch.setattr(HttpAgent, "backoff_seconds", 0.1)
+    monkeypatch.setattr(HttpAgent, "jitter_seconds", 0.05)
+    waits: list[list[float]] = []
+    for _ in range(5):
+        server.faults["/act"] = [Fault(502, "")] * 3
+        agent, sleeps = _recording_agent(server.url, timeout=5)
+        try:
+            agent.act(Observation(), Task(task_id="t"), [])
+        finally:
+            agent.close()
+        assert len(sleeps) == 3
+        for base, wait in zip((0.1, 0.2, 0.4), sleeps):
+            assert base <= wait <= base + 0.05
+        waits.append(sleeps)
+    assert len({tuple(w) for w in waits}) > 1  # random jitter: five runs never wait exactly alike
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("7", 7.0), (" 1.5 ", 1.5), ("0", 0.0),
+    ("Sun, 06 Nov 1994 08:49:47 GMT", 10.0),  # IMF-fixdate
+    ("Sunday, 06-Nov-94 08:49:47 GMT", 10.0),  # obsolete RFC 850
+    ("Sun Nov  6 08:49:47 1994", 10.0),  # obsolete asctime, no zone: GMT
+    ("Sun, 06 Nov 1994 08:49:27 GMT", 0.0),  # in the past
+    ("-3", None), ("soon", None), ("", None), (None, None), ("inf", None),
+])
+def test_retry_after_header_forms(header, seconds):
+    now = datetime(1994, 11, 6, 8, 49, 37, tzinfo=timezone.utc)
+    assert retry_after_seconds(header, now=now) == seconds
+
+
 # -- unusable replies -------------------------------------------------------------------------------
 def test_one_unparseable_reply_is_a_wait_step_and_the_next_act_says_why(run, pytester, server):
     server.faults["/act"] = [Fault(200, "I think I should click Submit")]
@@ -409,7 +488,7 @@ def test_check_url():
 
 # -- WAA against the fake WAA server --------------------------------------------------------------------
 def test_waa_notepad_task_through_the_http_agent(run, pytester, serve):
-    from pytest_agentbench.testing import FakeWAAServer, NOTEPAD_SOLUTION, serve_notepad_gold
+    from pytest_agentbench.testing import NOTEPAD_SOLUTION, FakeWAAServer, serve_notepad_gold
 
     args = notepad_project(pytester.path, 1)
     args = args[:args.index("--agent")]

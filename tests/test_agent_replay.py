@@ -164,8 +164,8 @@ def test_an_unknown_action_in_a_bundle_is_a_usage_error_with_file_and_line(run, 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     known = ", ".join(STEP_TYPES)
     assert error_lines(result) == [
-        f"ERROR: replay bundle bundles/mock_clock_001/workflow.json line 8: unknown action type 'tripleclick' "
-        f"(known: {known}) in step 3"]
+        (f"ERROR: replay bundle bundles/mock_clock_001/workflow.json line 8: unknown action type 'tripleclick' "
+         f"(known: {known}) in step 3")]
     assert not (pytester.path / "benchmark_results").exists() or not any(
         (pytester.path / "benchmark_results").rglob("results.jsonl"))
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import only_run_folder, results
+
 from pytest_agentbench.benches.opencomputer import desktop
 from pytest_agentbench.benches.opencomputer.results import criteria_from_details, read_check_results, reference_reward
 from pytest_agentbench.benches.opencomputer.tasks import OpenComputerTaskError, read_task

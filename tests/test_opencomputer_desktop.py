@@ -10,6 +10,7 @@ tests skip with the reason, and fail instead under ``AGENTBENCH_REQUIRE_INTEROP=
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -53,12 +54,12 @@ def upstream() -> Path:
         _unavailable(f"bubblewrap cannot run here: {probe_bwrap()[1]}")
     from pytest_agentbench.benches.opencomputer.image import missing_packages
 
-    try:
-        import pyautogui  # noqa: F401
-    except ImportError:
-        _unavailable("pyautogui is not installed (pip install 'pytest-agentbench[opencomputer]')")
-    except Exception:  # noqa: BLE001 - pyautogui raises KeyError without DISPLAY: it is installed
-        pass
+    # Without DISPLAY, importing pyautogui raises (KeyError): it is installed all the same.
+    with contextlib.suppress(Exception):
+        try:
+            import pyautogui  # noqa: F401
+        except ImportError:
+            _unavailable("pyautogui is not installed (pip install 'pytest-agentbench[opencomputer]')")
     if missing_packages():
         _unavailable("this interpreter lacks the image's packages (pip install 'pytest-agentbench[opencomputer]')")
     return Path(value)

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import browser_unavailable
+
 from pytest_agentbench.infra.sandbox import (
     HOME,
     Isolation,

@@ -9,14 +9,23 @@ with two toy metrics whose results a trace's metadata dictates, so each combinat
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.trajectory.cases import CaseError, CaseSyntaxError, find_trace, load_trace, parse_case, \
-    read_case_file, trace_from_json
+from pytest_agentbench.trajectory import cases
+from pytest_agentbench.trajectory.cases import (
+    CaseError,
+    CaseSyntaxError,
+    find_trace,
+    load_trace,
+    parse_case,
+    read_case_file,
+    trace_from_json,
+)
 
 DATA = Path(__file__).parent / "data" / "trajectory_cases"
 
@@ -121,9 +130,9 @@ def test_the_example_suite_matches_the_reference_outcomes(suite, run):
         "Goal Completion Rate     0.500  FAILED*",
         "case4_denied: 1 of 5 evaluated metric(s) failed*",
         "Fixture Freshness        1.000  passed         Fixture fingerprint matches current agent spec (PASS).",
-        "cases/case5_missing_trace.case.json: no trace for this case; put one of case5_missing_trace.trace.json, "
-        "case5_missing_trace.openai.json, case5_missing_trace.langchain.json, case5_missing_trace.trace next to it, "
-        "or name the file with a \"trace\" key",
+        ("cases/case5_missing_trace.case.json: no trace for this case; put one of case5_missing_trace.trace.json, "
+         "case5_missing_trace.openai.json, case5_missing_trace.langchain.json, case5_missing_trace.trace next to it, "
+         "or name the file with a \"trace\" key"),
     ])
     result.stdout.fnmatch_lines([
         "*= trajectory checks =*",
@@ -287,8 +296,8 @@ def test_bad_case_and_trace_files_are_errors_of_their_own_items(toys, run):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, errors=len(BAD_CASES) + 1)
     result.stdout.fnmatch_lines_random([message for _, _, message in BAD_CASES.values()] + [
-        "c/two.case.json: more than one trace for this case (two.trace.json, two.openai.json); keep one, or "
-        "choose with a \"trace\" key"])
+        ("c/two.case.json: more than one trace for this case (two.trace.json, two.openai.json); keep one, or "
+         "choose with a \"trace\" key")])
     # a case file that is valid JSON but not an object is named by its file
     assert "c/a_list.case.json::a_list" in result.stdout.str()
 
@@ -467,6 +476,45 @@ def test_the_trace_key_finds_the_format_by_name_then_content(tmp_path, name, con
     assert find_trace(case) == (target, fmt)
     forced = parse_case({"task_id": "t", "trace": name, "trace_format": "openeval"}, tmp_path / "t.case.json")
     assert find_trace(forced)[1] == "openeval"
+
+
+def test_traces_are_found_with_one_listing_of_their_folder(tmp_path, monkeypatch):
+    for n in range(5):
+        (tmp_path / f"c{n}.trace.json").write_text(json.dumps({"steps": []}))
+    listings, probes = [], []
+    real_scandir, real_isfile = cases.os.scandir, cases.os.path.isfile
+    monkeypatch.setattr(cases.os, "scandir", lambda p: listings.append(p) or real_scandir(p))
+    monkeypatch.setattr(cases.os.path, "isfile", lambda p: probes.append(p) or real_isfile(p))
+    for n in range(5):
+        case = parse_case({"task_id": f"c{n}"}, tmp_path / f"c{n}.case.json")
+        assert find_trace(case) == (tmp_path / f"c{n}.trace.json", "openeval")
+    assert len(listings) == 1 and probes == []
+    # A trace added or removed later is seen: the folder's time moves, and the listing with it.
+    (tmp_path / "c0.trace.json").unlink()
+    (tmp_path / "c0.openai.json").write_text("[]")
+    os.utime(tmp_path, ns=(1, 1))  # even where folder times are coarse, a changed time is a new listing
+    found = find_trace(parse_case({"task_id": "c0"}, tmp_path / "c0.case.json"))
+    assert found == (tmp_path / "c0.openai.json", "openai")
+    assert len(listings) == 2
+
+
+def test_a_stale_listing_falls_back_to_asking_the_file_system(tmp_path):
+    (tmp_path / "a.trace.json").write_text("{}")
+    find_trace(parse_case({"task_id": "a"}, tmp_path / "a.case.json"))
+    before = os.stat(tmp_path).st_mtime_ns
+    (tmp_path / "b.trace.json").write_text("{}")
+    os.utime(tmp_path, ns=(before, before))  # as if the folder's time had not moved (a coarse clock)
+    assert find_trace(parse_case({"task_id": "b"}, tmp_path / "b.case.json")) == (tmp_path / "b.trace.json", "openeval")
+
+
+def test_a_trace_whose_format_is_read_from_its_content_is_read_once(tmp_path, monkeypatch):
+    (tmp_path / "msgs.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    reads = []
+    real = cases._read_text
+    monkeypatch.setattr(cases, "_read_text", lambda path, error: reads.append(path) or real(path, error))
+    trace, path = load_trace(parse_case({"task_id": "t", "trace": "msgs.json"}, tmp_path / "t.case.json"))
+    assert path == tmp_path / "msgs.json" and trace.input == "hi"
+    assert reads == [tmp_path / "msgs.json"]
 
 
 def test_trace_fields_fill_in_what_the_trace_lacks(tmp_path):

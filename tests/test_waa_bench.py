@@ -8,15 +8,14 @@ import json
 import shutil
 import socket
 from pathlib import Path
-from typing import Any
 
 import pytest
-
 from conftest import only_run_folder, results
-from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
+
 from pytest_agentbench.benches.waa.bench import DEFAULT_SERVER, WAABenchmark
+from pytest_agentbench.benchmark import InfrastructureError
+from pytest_agentbench.model import Action
 from pytest_agentbench.testing import NOTEPAD_SOLUTION
-from pytest_agentbench.model import Action, Observation, Task, Verdict
 
 DATA = Path(__file__).parent / "data" / "waa"
 EXAMPLES = DATA / "examples"
@@ -194,7 +193,9 @@ class StubClient:
     def close(self) -> None:
         self.calls.append(("close", None))
 '''
-exec(STUB_SOURCE)  # noqa: S102 - defines StubClient here
+_stub_module: dict = {}
+exec(STUB_SOURCE, _stub_module)  # noqa: S102 - the same source the inner runs' conftest.py holds
+StubClient = _stub_module["StubClient"]
 
 
 @pytest.fixture

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import email.utils
 import http.server
 import json
 import socket
 import threading
+from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
@@ -35,6 +37,7 @@ class Recorder:
         return self.handler(request)
 
     def client(self, **kw) -> WAAClient:
+        kw.setdefault("jitter", 0.0)  # exact waits; jitter has tests of its own
         client = WAAClient("http://vm:5000", "http://vm:5050", transport=httpx.MockTransport(self), **kw)
         client.sleeps = []
         client.sleep = client.sleeps.append
@@ -112,7 +115,7 @@ def test_fraction_without_viewport_asks_screen_size():
 # ---------------------------------------------------------------- retries
 def test_server_down_retries_with_backoff_then_infrastructure_error():
     url = f"http://127.0.0.1:{free_port()}"
-    client = WAAClient(url, retries=3, backoff=0.5, timeout=2)
+    client = WAAClient(url, retries=3, backoff=0.5, jitter=0.0, timeout=2)
     sleeps: list[float] = []
     client.sleep = sleeps.append
     with pytest.raises(InfrastructureError, match=f"{url}/screenshot failed after 4 attempt"):
@@ -130,6 +133,92 @@ def test_transient_status_is_retried(status):
     client = rec.client(retries=3, backoff=0.1)
     client.setup([{"type": "close_all", "parameters": {}}])
     assert len(rec.requests) == 3 and client.sleeps == [0.1, 0.2]
+
+
+class Unavailable(http.server.BaseHTTPRequestHandler):
+    """A real loopback server answering each request with the next of ``server.replies`` (status,
+    Retry-After header or None), then 200."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.paths.append(self.path)
+        status, retry_after = self.server.replies.pop(0) if self.server.replies else (200, None)
+        body = b"All windows closed" if status == 200 else b"busy"
+        self.send_response(status)
+        if retry_after is not None:
+            self.send_header("Retry-After", retry_after)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def unavailable():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    httpd.replies, httpd.paths = [], []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _real_client(httpd, **kw) -> WAAClient:
+    client = WAAClient(f"http://127.0.0.1:{httpd.server_address[1]}", **kw)
+    client.sleeps = []
+    client.sleep = client.sleeps.append
+    return client
+
+
+def test_retry_after_in_seconds_and_as_an_http_date_is_waited_for(unavailable):
+    soon = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=3), usegmt=True)
+    unavailable.replies[:] = [(503, "2"), (503, soon), (502, "garbage")]
+    with _real_client(unavailable, backoff=0.25, jitter=0.0, timeout=10) as client:
+        client.setup([{"type": "close_all", "parameters": {}}])
+    assert unavailable.paths == ["/setup/close_all"] * 4 and client.setup_warnings == []
+    assert client.sleeps[0] == 2.0
+    assert 1.5 < client.sleeps[1] <= 3.0  # the date has whole seconds
+    assert client.sleeps[2] == 1.0  # an unreadable Retry-After leaves the backoff (0.25 * 2**2)
+
+
+def test_retry_after_is_capped_by_the_request_timeout(unavailable):
+    unavailable.replies[:] = [(503, "3600"), (503, "Sun, 06 Nov 2094 08:49:37 GMT")]
+    with _real_client(unavailable, backoff=0.0, jitter=0.0, timeout=3) as client:
+        client.setup([{"type": "close_all", "parameters": {}}])
+    assert client.sleeps == [3.0, 3.0]
+
+
+def test_retries_run_out_with_retry_after_too(unavailable):
+    unavailable.replies[:] = [(503, "1")] * 5
+    with _real_client(unavailable, retries=2, backoff=0.0, jitter=0.0) as client, \
+            pytest.raises(InfrastructureError, match="failed after 3 attempt.*HTTP 503"):
+        client.setup([{"type": "close_all", "parameters": {}}])
+    assert client.sleeps == [1.0, 1.0] and len(unavailable.paths) == 3
+
+
+def test_429_is_not_a_transient_status_for_the_waa_server(unavailable):
+    unavailable.replies[:] = [(429, "1")]
+    with _real_client(unavailable) as client:
+        client.setup([{"type": "close_all", "parameters": {}}])
+    assert client.sleeps == [] and len(unavailable.paths) == 1
+    assert client.setup_warnings and "HTTP 429" in client.setup_warnings[0]
+
+
+def test_backoff_doubles_with_jitter_added():
+    runs: set[tuple[float, ...]] = set()
+    for _ in range(5):
+        rec = Recorder(lambda r: httpx.Response(503))
+        client = rec.client(retries=3, backoff=0.1, jitter=0.05)
+        with pytest.raises(InfrastructureError, match="failed after 4 attempt"):
+            client.setup([{"type": "close_all", "parameters": {}}])
+        assert len(client.sleeps) == 3
+        for base, wait in zip((0.1, 0.2, 0.4), client.sleeps):
+            assert base <= wait <= base + 0.05
+        runs.add(tuple(client.sleeps))
+    assert len(runs) > 1  # random jitter: five runs never wait exactly alike
 
 
 def test_server_error_500_is_not_retried():
@@ -321,7 +410,7 @@ def test_download_redirects_are_checked_hop_by_hop_and_sizes_capped():
             return httpx.Response(302, headers={"location": "/loop"})
         return httpx.Response(200, content=b"x" * 2048)
 
-    public = lambda host: ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]  # noqa: E731
+    public = lambda host: ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]
     http = httpx.Client(transport=httpx.MockTransport(handler))
     with pytest.raises(DownloadRefused, match="169.254.169.254, a non-public address"):
         fetch(http, "http://files.example/hop", resolve=public)

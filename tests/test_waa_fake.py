@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
 from pytest_agentbench.benches.waa.client import WAAClient
+from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
 from pytest_agentbench.model import Action
 from pytest_agentbench.testing import FakeWAAServer
 
@@ -166,8 +166,8 @@ def test_reply_formats(fake):
     assert httpx.post(base + "/setup/upload", data={"file_path": "x"}).status_code == 400
     r = httpx.post(base + "/setup/clear_task_files", json={})
     assert (r.status_code, r.text) == (
-        200, "All task files (['C:\\\\Users\\\\Docker\\\\Downloads\\\\a.bin']) cleared successfully from "
-             "'C:\\\\Users\\\\Docker\\\\Downloads'.")
+        200, ("All task files (['C:\\\\Users\\\\Docker\\\\Downloads\\\\a.bin']) cleared successfully from "
+              "'C:\\\\Users\\\\Docker\\\\Downloads'."))
     assert fake.read_file("C:\\Users\\Docker\\Downloads\\a.bin") is None
     r = httpx.post(base + "/setup/clear_task_files", json={})
     assert r.text == "No task files to clear from 'C:\\\\Users\\\\Docker\\\\Downloads'."
@@ -242,7 +242,7 @@ def test_unknown_routes_are_500_json_404(method, path):
         r = httpx.request(method, plain.url + path, json={})
         assert r.status_code == 500 and r.json() == {"status": "error", "message": NOT_FOUND}
         with pytest.raises(RuntimeError, match="evaluate=True"):
-            plain.evaluate_url
+            _ = plain.evaluate_url
 
 
 @pytest.mark.parametrize(("method", "path"), [("GET", "/execute"), ("POST", "/probe"), ("DELETE", "/file")])

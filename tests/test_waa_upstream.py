@@ -11,10 +11,10 @@ import shutil
 import socket
 from pathlib import Path
 
-import pytest
-
 import interop
+import pytest
 from conftest import only_run_folder, results, serve_folder
+
 from pytest_agentbench.benches.waa.upstream import (
     UpstreamEvaluator,
     WAAUpstreamError,

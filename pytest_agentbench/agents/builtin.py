@@ -35,7 +35,7 @@ class MockAgent(Agent):
         submit = _find(observation.accessibility_tree, "Submit")
         if submit is None:
             return Action(type="fail", reason="no Submit button on screen")
-        return Action(type="click", target_id=str(submit["id"]))
+        return Action(type="click", target_node_id=str(submit["id"]))  # the field's JSON name
 
 
 class NoopAgent(Agent):
@@ -74,6 +74,10 @@ class ScriptedAgent(Agent):
         return action
 
 
+class ScriptError(ValueError):
+    """An agent script that cannot be used; the message names the file and the bad entry."""
+
+
 def load_script(path: str | Path) -> dict[str, list[Action]]:
     """Read ``{"task_id": [action, ...], "*": [...]}`` from JSON. Raises ValueError naming the file,
     the line and the bad entry."""
@@ -82,17 +86,17 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text)
     except FileNotFoundError:
-        raise ValueError(f"agent script {path} does not exist") from None
+        raise ScriptError(f"agent script {path} does not exist") from None
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"agent script {path} is not valid JSON: {exc}") from None
+        raise ScriptError(f"agent script {path} is not valid JSON: {exc}") from None
     except RecursionError:
-        raise ValueError(f"agent script {path} is nested too deeply to be a script") from None
+        raise ScriptError(f"agent script {path} is nested too deeply to be a script") from None
     if not isinstance(data, dict):
-        raise ValueError(f"agent script {path} must be a JSON object mapping task ids to action lists")
+        raise ScriptError(f"agent script {path} must be a JSON object mapping task ids to action lists")
     scripts: dict[str, list[Action]] = {}
     for task_id, actions in data.items():
         if not isinstance(actions, list):
-            raise ValueError(f"agent script {path}: entry {task_id!r} must be a list of actions")
+            raise ScriptError(f"agent script {path}: entry {task_id!r} must be a list of actions")
         parsed = []
         for index, raw in enumerate(actions):
             try:
@@ -106,7 +110,7 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
                 field = tuple(p for p in first["loc"] if isinstance(p, (str, int)))[:1]
                 line = json_line(text, (task_id, index, *field), (task_id, index))
                 at = f" line {line}" if line else ""
-                raise ValueError(
+                raise ScriptError(
                     f"agent script {path}{at}: {task_id}[{index}] {where}: {first['msg']} (got {first.get('input')!r})"
                 ) from None
         scripts[str(task_id)] = parsed

@@ -69,7 +69,7 @@ import os
 import re
 import struct
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agent import Agent, StepEstimate, Usage
 from ..model import Action, Observation, Task
@@ -77,6 +77,9 @@ from . import prices
 
 if TYPE_CHECKING:
     import pytest
+    from anthropic.types.beta import BetaMessageParam, BetaToolUnionParam
+
+    from ..model import ActionType
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_TIMEOUT = 120.0
@@ -142,8 +145,8 @@ def tool_version(model: str) -> tuple[str, str, str | None]:
     family = prices.model_family(model)
     if family in TOOL_VERSIONS:
         return (*TOOL_VERSIONS[family], None)
-    return (*TOOL_NEW, f"api-claude: model {model!r} is not in the computer-use tool table; "
-                       f"using the newest tool {TOOL_NEW[0]} with beta {TOOL_NEW[1]}")
+    return (*TOOL_NEW, (f"api-claude: model {model!r} is not in the computer-use tool table; "
+                        f"using the newest tool {TOOL_NEW[0]} with beta {TOOL_NEW[1]}"))
 
 
 def declared_size(width: int, height: int) -> tuple[int, int]:
@@ -179,7 +182,7 @@ def resize_png(data: bytes, size: tuple[int, int]) -> bytes:
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
-        resized = image.convert("RGB").resize(size, Image.LANCZOS)
+        resized = image.convert("RGB").resize(size, Image.Resampling.LANCZOS)
     out = io.BytesIO()
     resized.save(out, format="PNG", compress_level=6)
     _last_resize = (data, size, out.getvalue())
@@ -368,14 +371,14 @@ class ClaudeAgent(Agent):
     def _image_block(self, observation: Observation) -> dict[str, Any] | None:
         data = observation.screenshot
         size = png_size(data) if data else None
-        if size is None:
+        if data is None or size is None:
             if observation.viewport:
-                self._screen = tuple(observation.viewport)  # type: ignore[assignment]
+                self._screen = observation.viewport
                 self._display = declared_size(*self._screen)
             return None
         self._screen = size
         self._display = declared_size(*size)
-        png = resize_png(data, self._display)  # type: ignore[arg-type]
+        png = resize_png(data, self._display)
         return {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                             "data": base64.b64encode(png).decode("ascii")}}
 
@@ -396,10 +399,12 @@ class ClaudeAgent(Agent):
                 model=self.model,
                 max_tokens=self.max_tokens,
                 system=SYSTEM_PROMPT,
-                tools=[{"type": self.tool_type, "name": "computer", "display_width_px": width,
-                        "display_height_px": height}],
+                # The version of the computer tool (self.tool_type) is chosen per model at run time,
+                # and the history is kept as the wire format's plain JSON: both are the SDK's shapes.
+                tools=cast("list[BetaToolUnionParam]", [{"type": self.tool_type, "name": "computer",
+                                                         "display_width_px": width, "display_height_px": height}]),
                 tool_choice={"type": "auto", "disable_parallel_tool_use": True},
-                messages=messages,
+                messages=cast("list[BetaMessageParam]", messages),
                 betas=[self.beta],
             )
         except anthropic.APIStatusError as exc:
@@ -533,8 +538,9 @@ class ClaudeAgent(Agent):
         notes: list[str] = []
         if kind in ("left_click", "double_click", "right_click", "triple_click"):
             x, y = self._to_screen(self._target(params, kind))
-            core = {"left_click": "click", "double_click": "double_click", "right_click": "right_click",
-                    "triple_click": "double_click"}[kind]
+            clicks: dict[str, ActionType] = {"left_click": "click", "double_click": "double_click",
+                                             "right_click": "right_click", "triple_click": "double_click"}
+            core = clicks[kind]
             if kind == "triple_click":
                 notes.append("triple_click approximated by double_click")
             if params.get("text"):
@@ -552,12 +558,12 @@ class ClaudeAgent(Agent):
             return Action(type="wait", seconds=0.0, reason="left_mouse_down: held until left_mouse_up", raw=raw), None
         if kind == "left_mouse_up":
             end = self._target(params, kind)
-            start, self._mouse_down = self._mouse_down, None
+            held, self._mouse_down = self._mouse_down, None
             ex, ey = self._to_screen(end)
-            if start is None or self._to_screen(start) == (ex, ey):
+            if held is None or self._to_screen(held) == (ex, ey):
                 return Action(type="click", x=ex, y=ey, unit="px", reason="left_mouse_up without a move: click",
                               raw=raw), None
-            x, y = self._to_screen(start)
+            x, y = self._to_screen(held)
             return Action(type="drag", x=x, y=y, end_x=ex, end_y=ey, unit="px", raw=raw), None
         if kind == "mouse_move":
             self._cursor = self._point(params.get("coordinate"))
@@ -578,12 +584,13 @@ class ClaudeAgent(Agent):
             amount = params.get("scroll_amount", 3)
             if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
                 raise _Unparseable(f"scroll_amount must be a whole number >= 0, got {amount!r}")
-            x = y = None
+            at: tuple[int, int] | None = None
             if params.get("coordinate") is not None:
-                x, y = self._to_screen(self._target(params, kind))
+                at = self._to_screen(self._target(params, kind))
             if params.get("text"):
                 notes.append(f"held keys {params['text']!r} ignored")
-            return Action(type="scroll", x=x, y=y, unit="px" if x is not None else None, scroll_direction=direction,
+            return Action(type="scroll", x=at[0] if at else None, y=at[1] if at else None,
+                          unit="px" if at else None, scroll_direction=direction,
                           scroll_amount=int(amount), reason="; ".join(notes) or None, raw=raw), None
         if kind == "wait":
             duration = params.get("duration", 1.0)
@@ -647,16 +654,16 @@ class ClaudeAgent(Agent):
         return action.model_copy(update=update) if update else action
 
 
-def _final_word(text: str) -> str:
+def _final_word(text: str) -> ActionType:
     """``fail`` when the last line says FAIL/INFEASIBLE, ``done`` when it says DONE; otherwise
     ``fail`` if the text calls the task infeasible or impossible, else ``done``."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last = lines[-1] if lines else ""
-    if re.search(r"\b(FAIL|FAILED|INFEASIBLE)\b", last, re.I):
+    if re.search(r"\b(FAIL|FAILED|INFEASIBLE)\b", last, re.IGNORECASE):
         return "fail"
-    if re.search(r"\bDONE\b", last, re.I):
+    if re.search(r"\bDONE\b", last, re.IGNORECASE):
         return "done"
-    if re.search(r"\b(infeasible|impossible|cannot be (done|completed)|not possible)\b", text, re.I):
+    if re.search(r"\b(infeasible|impossible|cannot be (done|completed)|not possible)\b", text, re.IGNORECASE):
         return "fail"
     return "done"
 
@@ -670,7 +677,8 @@ def _status_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     detail = ""
     if isinstance(body, dict):
-        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body.get("error")
+        error = inner if isinstance(inner, dict) else body
         detail = ": ".join(str(p) for p in (error.get("type"), error.get("message")) if p)
     status = getattr(exc, "status_code", "?")
     retried = " (after the SDK's retries)" if status in (408, 409, 429) or (isinstance(status, int) and status >= 500) else ""

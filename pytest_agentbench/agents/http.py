@@ -14,9 +14,11 @@ client only moves observations out and actions back. The protocol (bodies docume
   answered by ``{"action": {...}[, "usage": {...}]}``. ``usage`` feeds ``take_usage``, so budgets
   (``--max-cost-usd``) and recorded costs work for remote model agents too.
 
-Failures: connection errors, timeouts and 429/502/503/504 are retried with backoff
-(``retries``/``backoff_seconds``); once retries run out, or on any other non-2xx status, ``act``
-raises :class:`HttpAgentError` (the episode records an agent error). A 2xx reply the client cannot
+Failures: connection errors, timeouts and 429/502/503/504 are retried with jittered exponential
+backoff (``retries``/``backoff_seconds``/``jitter_seconds``), waiting longer when the server's
+``Retry-After`` (seconds or an HTTP-date) asks to, up to 30 s or ``--agent-timeout``
+(:mod:`..infra.retry`); once retries run out, or on any other non-2xx status, ``act`` raises
+:class:`HttpAgentError` (the episode records an agent error). A 2xx reply the client cannot
 use (not JSON, no ``action``, an invalid action or usage) follows the bad-reply rule: the first is
 recorded as a ``wait 0`` step and the next /act carries ``error`` explaining why; a second in a row
 ends the episode with an ``error`` action whose ``raw`` holds the reply.
@@ -29,12 +31,15 @@ import json
 import math
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import tenacity
 from pydantic import ValidationError
 
 from ..agent import Agent, Usage
+from ..infra.retry import call_with_retries
 from ..model import Action
 
 if TYPE_CHECKING:
@@ -126,27 +131,31 @@ def _first_line(text: str, limit: int = 200) -> str:
     return " ".join(text[:limit].split())
 
 
+class BadUsage(ValueError):
+    """The reply's ``usage`` object cannot be used (the message names the key and the value)."""
+
+
 def parse_usage(data: Any) -> Usage:
     """The reply's ``usage`` object. Unknown keys are errors: a misspelt ``cost`` would otherwise
     silently switch budgets off."""
     if not isinstance(data, dict):
-        raise ValueError(f"usage must be a JSON object, got {type(data).__name__}")
+        raise BadUsage(f"usage must be a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(USAGE_KEYS))
     if unknown:
-        raise ValueError(f"usage has unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(USAGE_KEYS)}")
+        raise BadUsage(f"usage has unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(USAGE_KEYS)}")
     usage = Usage(calls=1)
     for key in ("input_tokens", "output_tokens", "calls"):
         value = data.get(key, getattr(usage, key))
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"usage.{key} must be a whole number >= 0, got {value!r}")
+            raise BadUsage(f"usage.{key} must be a whole number >= 0, got {value!r}")
         setattr(usage, key, value)
     cost = data.get("cost_usd", 0.0)
     if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf:
-        raise ValueError(f"usage.cost_usd must be a number >= 0, got {cost!r}")
+        raise BadUsage(f"usage.cost_usd must be a number >= 0, got {cost!r}")
     usage.cost_usd = float(cost)
     model = data.get("model")
     if model is not None and not isinstance(model, str):
-        raise ValueError(f"usage.model must be a string, got {model!r}")
+        raise BadUsage(f"usage.model must be a string, got {model!r}")
     usage.model = model
     return usage
 
@@ -165,8 +174,11 @@ class HttpAgent(Agent):
     name = "http"
     #: Extra attempts after a transient failure (connection error, timeout, 429/502/503/504).
     retries = 3
-    #: The first wait between attempts, doubled after each; a Retry-After header beats it.
+    #: The first wait between attempts, doubled after each; a longer Retry-After header beats it.
     backoff_seconds = 0.5
+    #: Up to this many seconds are added at random to each backoff wait, so that many clients
+    #: failing together do not retry in step.
+    jitter_seconds = 0.5
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None) -> None:
         self.url = check_url(url)
@@ -183,6 +195,8 @@ class HttpAgent(Agent):
         self._bad_replies = 0
         self._error: str | None = None
         self._usage: Usage | None = None
+        #: Replaceable for tests: the waits between attempts go through it.
+        self.sleep: Callable[[float], None] = time.sleep
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def check_health(self) -> dict[str, Any]:
@@ -295,35 +309,28 @@ class HttpAgent(Agent):
         stateless server may leave /reset out). Raises HttpAgentError once retrying is over."""
         where = f"{self.url}{path}"
         attempts = self.retries + 1
-        for attempt in range(1, attempts + 1):
-            wait = self.backoff_seconds * 2 ** (attempt - 1)
-            try:
-                response = self._client.post(where, json=body)
-            except httpx.TimeoutException:
-                if attempt == attempts:
-                    raise HttpAgentError(f"POST {where} timed out after {self.timeout:g} s ({attempts} attempts); "
-                                         "raise --agent-timeout or make the agent server answer sooner") from None
-            except httpx.TransportError as exc:
-                if attempt == attempts:
-                    raise HttpAgentError(f"POST {where} failed ({attempts} attempts): {type(exc).__name__}: "
-                                         f"{_first_line(str(exc))}") from None
-            else:
-                if response.is_success or (optional and response.status_code in (404, 405)):
-                    return response
-                if response.status_code not in RETRY_STATUSES or attempt == attempts:
-                    tries = f" after {attempts} attempts" if response.status_code in RETRY_STATUSES else ""
-                    raise HttpAgentError(f"POST {where} answered {response.status_code}{tries}: "
-                                         f"{_first_line(response.text) or '(empty body)'}")
-                wait = max(wait, _retry_after(response))
-            time.sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            response = call_with_retries(
+                lambda: self._client.post(where, json=body), attempts=attempts, retry=_TRANSIENT,
+                backoff=self.backoff_seconds, jitter=self.jitter_seconds, cap=min(MAX_RETRY_AFTER, self.timeout),
+                sleep=self.sleep,
+            )
+        except httpx.TimeoutException:
+            raise HttpAgentError(f"POST {where} timed out after {self.timeout:g} s ({attempts} attempts); "
+                                 "raise --agent-timeout or make the agent server answer sooner") from None
+        except httpx.TransportError as exc:
+            raise HttpAgentError(f"POST {where} failed ({attempts} attempts): {type(exc).__name__}: "
+                                 f"{_first_line(str(exc))}") from None
+        if response.is_success or (optional and response.status_code in (404, 405)):
+            return response
+        tries = f" after {attempts} attempts" if response.status_code in RETRY_STATUSES else ""
+        raise HttpAgentError(f"POST {where} answered {response.status_code}{tries}: "
+                             f"{_first_line(response.text) or '(empty body)'}")
 
 
-def _retry_after(response: httpx.Response) -> float:
-    try:
-        return min(max(float(response.headers.get("retry-after", 0)), 0.0), MAX_RETRY_AFTER)
-    except ValueError:  # an HTTP date: not worth parsing for a local agent server
-        return 0.0
+#: Worth another try: the connection failed or timed out, or the server said "not now".
+_TRANSIENT = tenacity.retry_if_exception_type(httpx.TransportError) | tenacity.retry_if_result(
+    lambda response: response.status_code in RETRY_STATUSES)
 
 
 def make_agent(config: pytest.Config | None) -> HttpAgent:

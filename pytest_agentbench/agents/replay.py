@@ -435,8 +435,7 @@ class ReplayAgent(Agent):
         kind = step["action"]
         node: Node | None = None
         if step.get("target") is not None:
-            viewport = tuple(observation.viewport or (1280, 800))
-            node, why = match(step["target"], observation.accessibility_tree, viewport)  # type: ignore[arg-type]
+            node, why = match(step["target"], observation.accessibility_tree, observation.viewport or (1280, 800))
             if node is None:
                 return Action(type="fail", reason=f"step {self.position + 1}: {why}; halting")
         if kind == "type":

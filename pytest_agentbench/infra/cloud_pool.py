@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from . import cloud_init
-from .signals import held_signals
 from .prices import hourly_price, vm_hours
 from .providers.base import CREATED_TAG, RUN_TAG, VM, Provider, ProviderError, VMSpec
+from .signals import held_signals
 
 Lease = dict[str, Any]
 

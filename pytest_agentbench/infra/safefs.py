@@ -30,7 +30,7 @@ class UnsafePath(OSError):
 
 
 def _parts(relative: str | PurePosixPath | Sequence[str]) -> list[str]:
-    parts = list(relative) if isinstance(relative, (list, tuple)) else list(PurePosixPath(relative).parts)
+    parts = list(PurePosixPath(relative).parts) if isinstance(relative, (str, PurePosixPath)) else list(relative)
     if any(p in ("", ".", "..", "/") or "/" in p or "\x00" in p for p in parts):
         raise UnsafePath(f"{'/'.join(parts)!r} is not a plain relative path")
     return parts

@@ -46,9 +46,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pytest
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 #: The home folder commands see inside the sandbox (OpenComputer's user).
 HOME = "/home/user"
@@ -540,7 +543,7 @@ class Sandbox:
         self._background.clear()
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> Sandbox:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -671,9 +674,9 @@ def _collect(proc: subprocess.Popen[bytes], data: bytes | None, timeout: float,
         _wait_gone(inits)
     out = b"".join(chunks[out_fd])
     err = b"".join(chunks[err_fd])
-    for pipe in (proc.stdin, proc.stdout, proc.stderr):
-        if pipe is not None and not pipe.closed:
-            pipe.close()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None and not stream.closed:
+            stream.close()
     if limit:  # what was read past the limit is dropped too
         out = out[:limit]
         err = err[:max(limit - len(out), 0)]

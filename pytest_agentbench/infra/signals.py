@@ -9,13 +9,17 @@ reaper cover that.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 HELD = (signal.SIGINT, signal.SIGTERM)
+#: What ``signal.signal`` returns: a function, SIG_DFL/SIG_IGN, or None (not set from Python).
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 @contextmanager
@@ -28,14 +32,12 @@ def held_signals(on_signal: Callable[[int], None]) -> Iterator[list[int]]:
         yield received
         return
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         received.append(signum)
-        try:
+        with contextlib.suppress(Exception):  # a failing message must not break the deletion
             on_signal(signum)
-        except Exception:  # noqa: BLE001 - a failing message must not break the deletion
-            pass
 
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, _Handler] = {}
     try:
         for signum in HELD:
             previous[signum] = signal.signal(signum, handler)

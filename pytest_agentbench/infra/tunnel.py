@@ -23,6 +23,7 @@ paramiko is imported only when a tunnel starts.
 from __future__ import annotations
 
 import base64
+import contextlib
 import getpass
 import hashlib
 import logging
@@ -31,13 +32,16 @@ import select
 import socket
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger(__name__)
 
 #: A forward: ``{local_port: (remote_host, remote_port)}`` or ``[(local_port, remote_host, remote_port)]``
 #: (the list form allows several forwards on port 0).
-Forwards = Union[Mapping[int, "tuple[str, int]"], Iterable["tuple[int, str, int]"]]
+Forwards = Mapping[int, tuple[str, int]] | Iterable[tuple[int, str, int]]
 
 
 class TunnelError(RuntimeError):
@@ -143,10 +147,8 @@ class _Forward:
         finally:
             for end in (chan, conn):
                 if end is not None:
-                    try:
+                    with contextlib.suppress(Exception):  # closing what already broke
                         end.close()
-                    except Exception:  # noqa: BLE001
-                        pass
                     with tunnel._lock:
                         tunnel._open.discard(end)
 
@@ -249,7 +251,7 @@ class SSHTunnel:
         return self._transport is not None and self._transport.is_active()
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> SSHTunnel:
+    def start(self) -> Self:
         if self._client is not None:
             return self
         paramiko = _import_paramiko()
@@ -361,23 +363,19 @@ class SSHTunnel:
             ends = list(self._open)
             self._open.clear()
         for end in ends:
-            try:
+            with contextlib.suppress(Exception):  # closing what may already be broken
                 end.close()
-            except Exception:  # noqa: BLE001
-                pass
         for fwd in self._listeners:
             if fwd.thread.is_alive() and fwd.thread is not threading.current_thread():
                 fwd.thread.join(timeout=2)
         self._listeners = []
         if self._client is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._client.close()
-            except Exception:  # noqa: BLE001
-                pass
         self._client = None
         self._transport = None
 
-    def __enter__(self) -> SSHTunnel:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

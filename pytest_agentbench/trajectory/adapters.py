@@ -466,9 +466,9 @@ def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None,
         if record.get("event_type") == "trace_header":
             raise TraceFormatError(f"{where}: a trace_header must be the first record")
     own = [(record, where, False) for record, where in records]
-    parent_id = header.get("parent_trace_id") if header else None
-    if parent_id is None:
+    if header is None or header.get("parent_trace_id") is None:
         return header, own
+    parent_id = header["parent_trace_id"]
     divergence_id = header.get("divergence_step_id")
     if not isinstance(parent_id, str) or not parent_id or divergence_id is None:
         raise TraceFormatError(f"{path}: trace_header needs both parent_trace_id and divergence_step_id")
@@ -543,7 +543,7 @@ TRAJECTORY_SCHEMA = "pytest-agentbench/trajectory/v1"
 TERMINAL_ACTIONS = ("done", "fail", "answer", "error")
 
 
-def from_run_record(record: str | Path | Mapping[str, Any]) -> Trace:
+def from_run_record(record: str | Path | Mapping[str, Any], *, where: str = "run record") -> Trace:
     """A trace from this plugin's ``trajectory.json`` (schema ``pytest-agentbench/trajectory/v1``),
     as a path or the loaded dict.
 
@@ -554,9 +554,8 @@ def from_run_record(record: str | Path | Mapping[str, Any]) -> Trace:
     (``done``, ``fail``, ``answer``, ``error``) is never executed and becomes an ``output`` step;
     an ``answer``'s text is the ``final_output``. ``actual_state`` holds the checker's view:
     ``outcome``, ``verdict_passed``, ``verdict_score`` and ``criteria`` (criterion name ->
-    passed), for ``expected_final_state`` to check.
+    passed), for ``expected_final_state`` to check. ``where`` names a loaded dict in messages.
     """
-    where = "run record"
     if not isinstance(record, Mapping):
         path = Path(record)
         where = str(path)

@@ -83,7 +83,7 @@ def shown(path: Path | str) -> str:
     strings: this runs several times per item, and pathlib's ``relative_to`` is slow.)"""
     text = os.fspath(path)
     here = os.path.join(os.getcwd(), "")
-    return text[len(here):] if text.startswith(here) else text
+    return text.removeprefix(here)
 
 
 def case_stem(path: Path) -> str:
@@ -96,8 +96,7 @@ def read_case_file(path: Path) -> CaseFile:
     """Parse one case file. Raises CaseSyntaxError (with the line) when it is not JSON; any other
     problem is kept in ``problem`` so the item can report it as its own error."""
     try:
-        _check_size(path, CaseSyntaxError)
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path, CaseSyntaxError)
     except UnicodeDecodeError as exc:
         raise CaseSyntaxError(f"{shown(path)}: not UTF-8 text (byte {exc.start}); save the case file as UTF-8 JSON") from None
     except OSError as exc:
@@ -135,9 +134,10 @@ def parse_case(data: Any, path: Path) -> Case:
     text = data.get("input", "")
     if not isinstance(text, str):
         raise CaseError(f"{where}: input must be a string, got {_kind(text)}")
-    calls = data.get("expected_tool_calls") if data.get("expected_tool_calls") is not None else []
-    state = data.get("expected_final_state") if data.get("expected_final_state") is not None else {}
-    contains = data.get("expected_output_contains") if data.get("expected_output_contains") is not None else []
+    # Absent or null: no expectation. The values are checked below (case_problems), not here.
+    calls = _or_empty(data, "expected_tool_calls", [])
+    state = _or_empty(data, "expected_final_state", {})
+    contains = _or_empty(data, "expected_output_contains", [])
     case = TestCase(task_id=task_id, input=text, expected_tool_calls=calls, expected_final_state=state,
                     expected_output_contains=contains, max_steps=data.get("max_steps"),
                     timeout_seconds=data.get("timeout_seconds"))
@@ -178,6 +178,11 @@ def parse_case(data: Any, path: Path) -> Case:
                 trace_fields=dict(fields), marks=tuple(marks))
 
 
+def _or_empty(data: dict[str, Any], key: str, empty: Any) -> Any:
+    value = data.get(key)
+    return empty if value is None else value
+
+
 def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
@@ -209,58 +214,102 @@ def _check_trace_fields(fields: dict[str, Any], where: str) -> None:
 # -- finding and reading the trace ---------------------------------------------------------------
 def find_trace(case: Case) -> tuple[Path, str]:
     """The case's trace file and its format. CaseError when there is none, or more than one."""
+    path, fmt, _ = _locate(case)
+    return path, fmt
+
+
+#: "Not read yet" (a trace may well be JSON ``null``).
+_UNREAD: Any = object()
+
+
+def _locate(case: Case) -> tuple[Path, str, Any]:
+    """``find_trace``, plus the trace's JSON when finding its format meant reading it already (else
+    ``_UNREAD``), so that no file is read twice."""
     folder = case.path.parent
     if case.trace is not None:
         path = folder / case.trace
         if not path.is_file():
             raise CaseError(f"{shown(case.path)}: its \"trace\" file {shown(path)} does not exist")
-        return path, case.trace_format or _format_of(path)
+        if case.trace_format:
+            return path, case.trace_format, _UNREAD
+        return (path, *_format_of(path))
     stem = case_stem(case.path)
-    base = os.path.join(os.fspath(folder), stem)
-    found = [(folder / f"{stem}{suffix}", fmt) for suffix, fmt in TRACE_SUFFIXES.items()
-             if os.path.isfile(base + suffix)]
+    names = folder_files(folder)
+    found = [(f"{stem}{suffix}", fmt) for suffix, fmt in TRACE_SUFFIXES.items() if f"{stem}{suffix}" in names]
+    if not found:  # a listing can be stale where folder times are coarse: ask the file system itself
+        base = os.path.join(os.fspath(folder), stem)
+        found = [(f"{stem}{suffix}", fmt) for suffix, fmt in TRACE_SUFFIXES.items() if os.path.isfile(base + suffix)]
     if not found:
-        names = ", ".join(f"{stem}{s}" for s in TRACE_SUFFIXES)
-        raise CaseError(f"{shown(case.path)}: no trace for this case; put one of {names} next to it, "
+        names_wanted = ", ".join(f"{stem}{s}" for s in TRACE_SUFFIXES)
+        raise CaseError(f"{shown(case.path)}: no trace for this case; put one of {names_wanted} next to it, "
                         "or name the file with a \"trace\" key")
     if len(found) > 1:
-        raise CaseError(f"{shown(case.path)}: more than one trace for this case ({', '.join(p.name for p, _ in found)}); "
+        raise CaseError(f"{shown(case.path)}: more than one trace for this case ({', '.join(n for n, _ in found)}); "
                         "keep one, or choose with a \"trace\" key")
-    path, fmt = found[0]
-    return path, case.trace_format or fmt
+    name, fmt = found[0]
+    return folder / name, case.trace_format or fmt, _UNREAD
 
 
-def _format_of(path: Path) -> str:
-    """The format of a file named by a "trace" key: by its name, else by its JSON content."""
+#: folder -> (its modification time, the names of the files in it): one listing per folder, not
+#: one probe per trace suffix per case. A file added or removed changes the folder's time, and
+#: with it the listing.
+_LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
+
+
+def folder_files(folder: Path) -> frozenset[str]:
+    """The names of the regular files in ``folder`` (empty when it cannot be listed)."""
+    key = os.fspath(folder)
+    try:
+        mtime = os.stat(key).st_mtime_ns
+    except OSError:
+        return frozenset()
+    cached = _LISTINGS.get(key)
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    try:
+        with os.scandir(key) as entries:
+            names = frozenset(entry.name for entry in entries if entry.is_file())
+    except OSError:
+        return frozenset()
+    _LISTINGS[key] = (mtime, names)
+    return names
+
+
+def _format_of(path: Path) -> tuple[str, Any]:
+    """The format of a file named by a "trace" key: by its name, else by its JSON content (then
+    returned with the format, to be read once)."""
     name = path.name
     for suffix, fmt in TRACE_SUFFIXES.items():
         if name.endswith(suffix):
-            return fmt
+            return fmt, _UNREAD
     if name == "trajectory.json" or name.endswith(".trajectory.json"):
-        return "agentbench"
+        return "agentbench", _UNREAD
     data = _read_json(path)
     if isinstance(data, list) or (isinstance(data, dict) and "messages" in data):
-        return "openai"
+        return "openai", data
     if isinstance(data, dict) and ("run_type" in data or "child_runs" in data):
-        return "langchain"
+        return "langchain", data
     if isinstance(data, dict) and str(data.get("schema", "")).startswith(RUN_RECORD_SCHEMA):
-        return "agentbench"
-    return "openeval"
+        return "agentbench", data
+    return "openeval", data
 
 
-def _check_size(path: Path, error: type[Exception]) -> None:
-    """Case and trace files are untrusted: one bigger than a trace may be is refused unread."""
+def _read_text(path: Path, error: type[Exception]) -> str:
+    """A case or trace file's UTF-8 text, read with one open. The files are untrusted: one bigger
+    than a trace may be is refused unread."""
     from .adapters import MAX_TRACE_BYTES
 
-    size = path.stat().st_size
-    if size > MAX_TRACE_BYTES:
-        raise error(f"{shown(path)}: the file is {size} bytes; case and trace files may be at most {MAX_TRACE_BYTES} bytes")
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size > MAX_TRACE_BYTES:
+            raise error(f"{shown(path)}: the file is {size} bytes; case and trace files may be at most "
+                        f"{MAX_TRACE_BYTES} bytes")
+        return file.read().decode("utf-8")
 
 
 def _read_json(path: Path) -> Any:
     try:
-        _check_size(path, CaseError)
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(_read_text(path, CaseError))
     except json.JSONDecodeError as exc:
         raise CaseError(f"{shown(path)}:{exc.lineno}:{exc.colno}: trace file is not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:
@@ -271,8 +320,8 @@ def _read_json(path: Path) -> Any:
 
 def load_trace(case: Case) -> tuple[Trace, Path]:
     """Read the case's trace in its format, then apply the case's ``trace_fields``."""
-    path, fmt = find_trace(case)
-    trace = _READERS[fmt](path, case)
+    path, fmt, data = _locate(case)
+    trace = _READERS[fmt](path, case, data)
     if not isinstance(trace, Trace):
         raise CaseError(f"{shown(path)}: the {fmt} reader returned {type(trace).__name__}, not a Trace")
     fields = case.trace_fields
@@ -284,12 +333,16 @@ def load_trace(case: Case) -> tuple[Trace, Path]:
     return trace, path
 
 
-def _read_openeval(path: Path, case: Case) -> Trace:
-    return trace_from_json(_read_json(path), path, default_task_id=case.case.task_id)
+def _json(path: Path, data: Any) -> Any:
+    return _read_json(path) if data is _UNREAD else data
 
 
-def _read_openai(path: Path, case: Case) -> Trace:
-    data = _read_json(path)
+def _read_openeval(path: Path, case: Case, data: Any) -> Trace:
+    return trace_from_json(_json(path, data), path, default_task_id=case.case.task_id)
+
+
+def _read_openai(path: Path, case: Case, data: Any) -> Trace:
+    data = _json(path, data)
     extra: dict[str, Any] = {}
     if isinstance(data, dict):
         unknown = [k for k in data if k not in ("messages", *TRACE_FIELDS)]
@@ -312,8 +365,8 @@ def _read_openai(path: Path, case: Case) -> Trace:
     return trace
 
 
-def _read_langchain(path: Path, case: Case) -> Trace:
-    data = _read_json(path)
+def _read_langchain(path: Path, case: Case, data: Any) -> Trace:
+    data = _json(path, data)
     if not isinstance(data, dict):
         raise CaseError(f"{shown(path)}: a LangChain trace is a run tree (a JSON object), got {_kind(data)}")
     from .adapters import from_langchain_run
@@ -321,16 +374,19 @@ def _read_langchain(path: Path, case: Case) -> Trace:
     return _adapt(path, from_langchain_run, data, task_id=case.case.task_id)
 
 
-def _read_fixtura(path: Path, case: Case) -> Trace:
+def _read_fixtura(path: Path, case: Case, data: Any) -> Trace:
     from .adapters import from_fixtura_trace
 
     return _adapt(path, from_fixtura_trace, Path(shown(path)), task_id=case.case.task_id)
 
 
-def _read_run_record(path: Path, case: Case) -> Trace:
+def _read_run_record(path: Path, case: Case, data: Any) -> Trace:
     from .adapters import from_run_record
 
-    return _adapt(path, from_run_record, Path(shown(path)))
+    data = _json(path, data)
+    if not isinstance(data, dict):
+        raise CaseError(f"{shown(path)}: a run record is a JSON object, got {_kind(data)}")
+    return _adapt(path, from_run_record, data, where=shown(path))
 
 
 def _adapt(path: Path, adapter: Any, *args: Any, **kwargs: Any) -> Trace:

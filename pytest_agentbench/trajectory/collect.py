@@ -134,9 +134,14 @@ class CaseItem(pytest.Item):
 
     def _error(self, message: str) -> NoReturn:
         """Fail the setup: pytest reports an error of this item, with the message only."""
+        raise self._failure(message) from None  # no "during handling" chain
+
+    def _failure(self, message: str) -> BaseException:
+        """The exception that fails the setup with ``message`` (pytrace off: the report shows the
+        message alone, whatever its cause), the error recorded in the payload and properties."""
         payload = self._payload("error", error=message)
         self.user_properties.extend([("task_id", self.name), ("case_file", payload["case_file"]), ("error", message)])
-        raise pytest.fail.Exception(message, pytrace=False) from None  # no "during handling" chain
+        return pytest.fail.Exception(message, pytrace=False)
 
     def setup(self) -> None:
         from .cases import CaseError, load_trace, shown
@@ -163,8 +168,9 @@ class CaseItem(pytest.Item):
             for metric in chosen:  # name the one that raised
                 try:
                     score_all(trace, case.case, [metric])
-                except Exception as exc:  # noqa: BLE001 - any fault of a metric is reported as its own
-                    self._error(f"{shown(self.path)}: metric {metric!r} raised {type(exc).__name__}: {exc}")
+                except Exception as exc:  # the metric's error stays the cause, for --full-trace and debuggers
+                    raise self._failure(f"{shown(self.path)}: metric {metric!r} raised {type(exc).__name__}: {exc}") \
+                        from exc
             raise
         for result in results:
             score = result.score
@@ -253,11 +259,13 @@ class ReportHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        attach = report.when == "call" or (report.when == "setup" and not report.passed)
-        if isinstance(item, CaseItem) and item.payload is not None and attach:
-            setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-            if report.skipped and isinstance(report.longrepr, tuple):
-                report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]  # no line
+        if isinstance(item, CaseItem) and item.payload is not None:
+            if report.when == "call" or (report.when == "setup" and not report.passed):
+                setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
+                if report.skipped and isinstance(report.longrepr, tuple):
+                    # No line: a case file has none worth showing. pytest's terminal prints a None
+                    # line as "path: reason", though its annotation says int.
+                    report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]
         return report
 
 

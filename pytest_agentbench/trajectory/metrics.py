@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import islice
+from types import MemberDescriptorType
 
 from .model import (
     DIVERGENCE_CHECKED,
@@ -66,11 +67,20 @@ _SHOW = 3
 # object.__setattr__: 0.6 us per result, a third of a trace's scoring. Setting the slots through
 # their descriptors builds the same object in half the time.
 _new = object.__new__
-_set_metric = MetricResult.metric.__set__  # type: ignore[attr-defined]
-_set_name = MetricResult.name.__set__  # type: ignore[attr-defined]
-_set_score = MetricResult.score.__set__  # type: ignore[attr-defined]
-_set_passed = MetricResult.passed.__set__  # type: ignore[attr-defined]
-_set_details = MetricResult.details.__set__  # type: ignore[attr-defined]
+
+
+def _slot_setter(name: str) -> Callable[[MetricResult, object], None]:
+    """The ``__set__`` of one of MetricResult's slots (read from the class's own namespace, where
+    the slot's member descriptor lives)."""
+    descriptor: MemberDescriptorType = MetricResult.__dict__[name]
+    return descriptor.__set__
+
+
+_set_metric = _slot_setter("metric")
+_set_name = _slot_setter("name")
+_set_score = _slot_setter("score")
+_set_passed = _slot_setter("passed")
+_set_details = _slot_setter("details")
 
 
 def _make(metric: str, score: float, passed: bool | None, details: str) -> MetricResult:
@@ -146,14 +156,14 @@ def json_equal(a: object, b: object) -> bool:
         return False
     try:
         return bool(a == b)
-    except Exception:  # an exotic object's __eq__: unequal rather than a crash
+    except (TypeError, ValueError):  # an exotic object's __eq__ (an array's): unequal rather than a crash
         return False
 
 
 class _Expected:
     """A test case's expected calls, checked and indexed once per ``score_all``."""
 
-    __slots__ = ("calls", "counts", "by_tool", "problem")
+    __slots__ = ("by_tool", "calls", "counts", "problem")
 
     def __init__(self, case: TestCase) -> None:
         self.calls: list[tuple[str, dict]] = []  # (tool, args); args missing or null: {}
@@ -278,7 +288,8 @@ def _best_pairing(expected: list[dict], actual: list[object]) -> list[tuple[dict
             key = (row, used)
             if key in memo:
                 return memo[key]
-            best_total, best_cols = -1.0, ()
+            best_total: float = -1.0
+            best_cols: tuple[int, ...] = ()
             for col in range(cols):
                 if not used & (1 << col):
                     total, chosen = solve(row + 1, used | (1 << col))
@@ -393,8 +404,8 @@ def _argument_correctness(trace: Trace, case: TestCase, expected: _Expected) -> 
 
 def _mismatches(short: list[tuple[str, dict, object]]) -> str:
     """The failure details' list of wrong or missing arguments (only built when some are)."""
-    wrong = []
-    odd = []
+    wrong: list[str] = []
+    odd: list[str] = []
     for tool, args, actual in short:
         if not isinstance(actual, dict):
             if actual is not None:
@@ -418,13 +429,13 @@ def trace_seconds(trace: Trace) -> float | None:
     metadata = trace.metadata
     if isinstance(metadata, dict):
         duration = metadata.get(DURATION_SECONDS)
-        if type(duration) in (int, float) and duration >= 0:
+        if (type(duration) is int or type(duration) is float) and duration >= 0:  # not bool
             return float(duration)
     total = 0.0
     seen = False
     for step in trace.steps:
         latency = step.latency_ms
-        if type(latency) in (int, float) and latency >= 0:
+        if (type(latency) is int or type(latency) is float) and latency >= 0:  # not bool
             total += latency
             seen = True
     return total / 1000.0 if seen else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 #: ``Trace.metadata`` keys the metrics read.
 FINGERPRINT = "fingerprint"  # a Fixtura fingerprint (any non-null value)
@@ -40,7 +40,7 @@ class TraceStep:
     type: str  # "thought" | "tool_call" | "tool_result" | "output"
     content: str = ""
     tool_name: str | None = None
-    tool_args: dict[str, Any] | None = None
+    tool_args: object = None  # an object as a rule; kept as recorded when an agent sent something else
     tool_result: Any = None
     timestamp: float = 0.0
     error: str | None = None
@@ -224,48 +224,58 @@ def _object(value: Any, key: str, where: str) -> dict[str, Any]:
     return value
 
 
+def _bad_step(where: str, index: int, problem: str) -> NoReturn:
+    raise TraceFormatError(f"{where}: steps[{index}]{problem}")
+
+
 def _step_from_dict(data: Any, index: int, where: str) -> TraceStep:
-    at = f"{where}: steps[{index}]"
+    # The step's name for messages (``trace: steps[3]``) is only built when one is written: this
+    # runs for every step of every trace.
     if not isinstance(data, Mapping):
-        raise TraceFormatError(f"{at} must be an object, got {_kind(data)}")
+        _bad_step(where, index, f" must be an object, got {_kind(data)}")
     kind = data.get("type")
     if not isinstance(kind, str) or not kind:
-        raise TraceFormatError(f"{at}.type must be one of {', '.join(STEP_TYPES)}, got {kind!r}")
+        _bad_step(where, index, f".type must be one of {', '.join(STEP_TYPES)}, got {kind!r}")
     step_id = data.get("step_id", index + 1)
     if type(step_id) is not int:
-        raise TraceFormatError(f"{at}.step_id must be a whole number, got {step_id!r}")
+        _bad_step(where, index, f".step_id must be a whole number, got {step_id!r}")
     tool_name = data.get("tool_name")
     if tool_name is not None and not isinstance(tool_name, str):
-        raise TraceFormatError(f"{at}.tool_name must be a string or null, got {_kind(tool_name)}")
+        _bad_step(where, index, f".tool_name must be a string or null, got {_kind(tool_name)}")
+    content = data.get("content", "")
+    if content is None:
+        content = ""
+    elif not isinstance(content, str):
+        _bad_step(where, index, f": 'content' must be a string, got {_kind(content)}")
     timestamp = data.get("timestamp", 0.0)
     if timestamp is None:
         timestamp = 0.0
     if type(timestamp) not in (int, float):
-        raise TraceFormatError(f"{at}.timestamp must be a number, got {_kind(timestamp)}")
+        _bad_step(where, index, f".timestamp must be a number, got {_kind(timestamp)}")
     flags = {}
     for flag in ("denied", "divergent"):
         value = data.get(flag, False)
         if value is None:
             value = False
         if type(value) is not bool:
-            raise TraceFormatError(f"{at}.{flag} must be true or false, got {value!r}")
+            _bad_step(where, index, f".{flag} must be true or false, got {value!r}")
         flags[flag] = value
     latency = data.get("latency_ms")
     if latency is not None and type(latency) not in (int, float):
-        raise TraceFormatError(f"{at}.latency_ms must be a number or null, got {_kind(latency)}")
+        _bad_step(where, index, f".latency_ms must be a number or null, got {_kind(latency)}")
     tokens = data.get("tokens")
     if tokens is not None and not isinstance(tokens, dict):
-        raise TraceFormatError(f"{at}.tokens must be an object or null, got {_kind(tokens)}")
+        _bad_step(where, index, f".tokens must be an object or null, got {_kind(tokens)}")
     optional_text = {}
     for key in ("error", "finish_reason", "provider", "model", "source_id"):
         value = data.get(key)
         if value is not None and not isinstance(value, str):
-            raise TraceFormatError(f"{at}.{key} must be a string or null, got {_kind(value)}")
+            _bad_step(where, index, f".{key} must be a string or null, got {_kind(value)}")
         optional_text[key] = value
     # tool_args is kept as recorded, even when it is not an object: what the agent sent is the
     # evidence, and Argument Correctness reports a non-object as unmatched arguments.
     return TraceStep(
-        step_id=step_id, type=kind, content=_text(data.get("content", ""), "content", at),
+        step_id=step_id, type=kind, content=content,
         tool_name=tool_name, tool_args=data.get("tool_args"), tool_result=data.get("tool_result"),
         timestamp=float(timestamp), denied=flags["denied"], divergent=flags["divergent"],
         tokens=tokens, latency_ms=latency, **optional_text,

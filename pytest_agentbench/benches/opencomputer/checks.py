@@ -161,15 +161,16 @@ def run_checks(sandbox: Sandbox, verifier: str, checks: list[dict[str, Any]], *,
     evals: list[tuple[int, str, Any]] = []
     for index, check in enumerate(checks):
         kind = check_kind(check)
-        command = check.get("command")
         if kind == "llm":
-            reply = run_verifier(sandbox, verifier, command, timeout) if command else None
+            judged: str | None = check.get("command")  # optional for a judged check
+            reply = run_verifier(sandbox, verifier, judged, timeout) if judged else None
             if reply is not None and reply.error is not None:
-                run.errors.append(f"verification[{index}] `{command}`: {reply.error}")
-            slots[index] = {"command": command or "(screenshots)", "description": check.get("description",
+                run.errors.append(f"verification[{index}] `{judged}`: {reply.error}")
+            slots[index] = {"command": judged or "(screenshots)", "description": check.get("description",
                             check.get("prompt")), "judge": "llm", "passed": False, "reason": "",
                             "result": reply.data if reply is not None else {}}
             continue
+        command: str = check["command"]  # every other kind has one (tasks.py checks it)
         reply = run_verifier(sandbox, verifier, command, timeout)
         if reply.error is not None:
             run.errors.append(f"verification[{index}] `{command}`: {reply.error}")
@@ -218,5 +219,5 @@ def load_judge(spec: str, rootdir: str | None = None) -> Judge:
     except LoadError as exc:
         raise ValueError(f"cannot load --opencomputer-judge {spec!r}: {exc}") from None
     if not callable(target):
-        raise ValueError(f"--opencomputer-judge {spec!r} is not callable (a {type(target).__name__})")
+        raise LoadError(f"--opencomputer-judge {spec!r} is not callable (a {type(target).__name__})")
     return target

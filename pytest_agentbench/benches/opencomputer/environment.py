@@ -141,8 +141,7 @@ def _extract(tar_path: Path, home: Path) -> None:
                 name = member.name
                 while name.startswith("./"):
                     name = name[2:]
-                if name.startswith("home/user/"):
-                    name = name[len("home/user/"):]
+                name = name.removeprefix("home/user/")
                 member.name = name
             tar.extractall(home, members=[m for m in members if m.name not in ("", ".", "home", "home/user")],
                            filter="data")

@@ -59,8 +59,8 @@ class Commands:
         self.background = []
 
     def run(self, command, timeout=None, background=False):
-        argv = ["bash", "-lc", "export DBUS_SESSION_BUS_ADDRESS=${DBUS_SESSION_BUS_ADDRESS:-%s}; %s"
-                % (shlex.quote(DBUS), command)]
+        prefix = f"export DBUS_SESSION_BUS_ADDRESS=${{DBUS_SESSION_BUS_ADDRESS:-{shlex.quote(DBUS)}}}; "
+        argv = ["bash", "-lc", f"{prefix}{command}"]
         if background:
             proc = subprocess.Popen(argv, cwd=HOME, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
@@ -71,7 +71,7 @@ class Commands:
             done = subprocess.run(argv, cwd=HOME, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   errors="replace", timeout=effective, check=False)
         except subprocess.TimeoutExpired as exc:
-            raise TimeoutError("Command timed out after %ss: %s" % (timeout, command)) from exc
+            raise TimeoutError(f"Command timed out after {timeout}s: {command}") from exc
         if done.returncode != 0:
             raise self.exc_type(command=command, exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr)
         return self.result_type(command=command, stdout=done.stdout or "", stderr=done.stderr or "", exit_code=0)
@@ -82,7 +82,7 @@ class Files:
 
     def write(self, path, data):
         if not _within(os.path.dirname(path) or "/"):
-            raise PermissionError("%s is outside /home/user and /tmp" % path)
+            raise PermissionError(f"{path} is outside /home/user and /tmp")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         payload = data.encode() if isinstance(data, str) else data
         if os.path.islink(path):
@@ -150,7 +150,7 @@ def setup(request, box):
             step()
         except Exception as exc:  # noqa: BLE001 - setup_sandbox_session stops at the first one too
             detail = _one_line(getattr(exc, "stderr", "") or "")
-            message = "%s: %s: %s%s" % (name, type(exc).__name__, _one_line(exc), (" (" + detail + ")") if detail else "")
+            message = f"{name}: {type(exc).__name__}: {_one_line(exc)}" + (f" ({detail})" if detail else "")
             out["steps"].append({"step": name, "ok": False, "error": message})
             out["error"] = message
             traceback.print_exc(file=sys.stderr)
@@ -178,13 +178,13 @@ def verify(request, box):
             try:
                 saved = auto_save_app(box, app, spec.save_shortcut, save_window_name=spec.save_window_name)
             except Exception as exc:  # noqa: BLE001 - the harness prints and goes on
-                saved = {"ok": False, "message": "%s: %s" % (type(exc).__name__, _one_line(exc))}
+                saved = {"ok": False, "message": f"{type(exc).__name__}: {_one_line(exc)}"}
     try:
         passed, total, details = ver.verify_task(box, app, task["verification"])
     except Exception as exc:  # noqa: BLE001 - the harness scores such a task 0 with the error
         traceback.print_exc(file=sys.stderr)
         return {"passed": 0, "total": len(task["verification"]), "details": None, "save": saved,
-                "error": "verify_task raised %s: %s" % (type(exc).__name__, _one_line(exc))}
+                "error": f"verify_task raised {type(exc).__name__}: {_one_line(exc)}"}
     clean = []
     for entry in details:
         if isinstance(entry, dict):
@@ -231,7 +231,7 @@ def main():
     sys.stdout = sys.stderr  # the harness prints progress; only our answer goes to stdout
     request = json.load(sys.stdin)
     sys.path.insert(0, args.checkout)
-    import computer_env.backends.base as base
+    from computer_env.backends import base
 
     box = Box(base)
     try:

@@ -59,6 +59,10 @@ def reference_reward(criteria: list[Criterion]) -> float:
     return round(sum(1 for c in criteria if c.passed) / len(criteria), 4)
 
 
+class ResultFileError(ValueError):
+    """A reference result file that is not one, or whose counts disagree with its entries."""
+
+
 def read_check_results(data: dict[str, Any], *, llm: str = "as-recorded") -> Verdict:
     """A reference result file (``trajectory.json`` or a check-results file) as a ``Verdict`` scored
     as the plugin scores (the reward; passed only when every check passed; with
@@ -66,15 +70,15 @@ def read_check_results(data: dict[str, Any], *, llm: str = "as-recorded") -> Ver
     ``ValueError`` when its counts disagree with its entries."""
     details = data.get("verification_details")
     if not isinstance(details, list):
-        raise ValueError("not an OpenComputer result: no 'verification_details' list")
+        raise ResultFileError("not an OpenComputer result: no 'verification_details' list")
     criteria = criteria_from_details(details, llm="as-recorded")
     passed = sum(1 for c in criteria if c.passed)
     if "checks_passed" in data and data["checks_passed"] != passed:
-        raise ValueError(f"checks_passed is {data['checks_passed']} but {passed} entries passed")
+        raise ResultFileError(f"checks_passed is {data['checks_passed']} but {passed} entries passed")
     if "checks_total" in data and data["checks_total"] != len(criteria):
-        raise ValueError(f"checks_total is {data['checks_total']} but there are {len(criteria)} entries")
+        raise ResultFileError(f"checks_total is {data['checks_total']} but there are {len(criteria)} entries")
     if "reward" in data and abs(float(data["reward"]) - reference_reward(criteria)) > 5e-5:
-        raise ValueError(f"reward is {data['reward']} but the entries give {reference_reward(criteria)}")
+        raise ResultFileError(f"reward is {data['reward']} but the entries give {reference_reward(criteria)}")
     if llm != "as-recorded":
         criteria = criteria_from_details(details, llm=llm)
     score = reference_reward(criteria)

@@ -21,8 +21,10 @@ It speaks the upstream protocol, checked against upstream's real server (see the
   reference tool's way of scoring.
 
 Transient network errors (connect errors, and 502/503/504 replies) are retried with exponential
-backoff; read timeouts are retried only for requests that are safe to repeat. After the retries an
-:class:`InfrastructureError` names the URL.
+backoff plus random jitter (:mod:`...infra.retry`), waiting longer when a reply's ``Retry-After``
+(seconds or an HTTP-date) asks to, up to the request's timeout; read timeouts are retried only
+for requests that are safe to repeat. After the retries an :class:`InfrastructureError` names the
+URL.
 """
 
 from __future__ import annotations
@@ -34,18 +36,30 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import httpx
+import tenacity
 
 from ...benchmark import EvaluationError, InfrastructureError
+from ...infra.retry import call_with_retries
 from ...model import Action, Criterion, Observation, Verdict
 from . import downloads, scoring
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger("pytest_agentbench.waa")
 
 TRANSIENT_STATUS = frozenset({502, 503, 504})
+#: Failures before the request reached the server: always safe to try again.
+_UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: Failures after the request may have reached the server: tried again only when repeating is harmless.
+_MAYBE_SENT = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.RemoteProtocolError, httpx.ReadError)
+_TRANSIENT_REPLY = tenacity.retry_if_result(lambda response: response.status_code in TRANSIENT_STATUS)
+_RETRY_UNSENT = tenacity.retry_if_exception_type(_UNSENT) | _TRANSIENT_REPLY
+_RETRY_ANY = tenacity.retry_if_exception_type(_UNSENT + _MAYBE_SENT) | _TRANSIENT_REPLY
 
 #: Prefix of every action command, as upstream's PythonController wraps pyautogui code.
 PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
@@ -180,6 +194,7 @@ class WAAClient:
         timeout: float = 30,
         retries: int = 3,
         backoff: float = 0.5,
+        jitter: float = 0.5,
         transport: httpx.BaseTransport | None = None,
         cdp_url: str | None = None,
         evaluate_timeout: float | None = None,
@@ -216,6 +231,8 @@ class WAAClient:
         self.upstream_setup = upstream_setup
         self.retries = retries
         self.backoff = backoff
+        #: Up to this many seconds added at random to each backoff wait (clients failing together spread out).
+        self.jitter = jitter
         self._http = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
         #: Replaceable for tests (backoff, settle times and the ``sleep`` setup step go through it).
         self.sleep: Callable[[float], None] = time.sleep
@@ -229,27 +246,27 @@ class WAAClient:
         self, method: str, url: str, *, idempotent: bool = True, timeout: float | None = None, **kwargs: Any
     ) -> httpx.Response:
         attempts = self.retries + 1
-        last: str = ""
-        for attempt in range(attempts):
-            if attempt:
-                self.sleep(self.backoff * 2 ** (attempt - 1))
-            try:
-                response = self._http.request(method, url, timeout=timeout or self.timeout, **kwargs)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
-            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                if idempotent:
-                    continue
-                raise InfrastructureError(f"{method} {url}: {last} (not retried: the request may have run)") from exc
-            except httpx.HTTPError as exc:
-                raise InfrastructureError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
-            if response.status_code in TRANSIENT_STATUS:
-                last = f"HTTP {response.status_code}"
-                continue
-            return response
-        raise InfrastructureError(f"{method} {url} failed after {attempts} attempt(s): {last}")
+        timeout = timeout or self.timeout
+        try:
+            response = call_with_retries(
+                lambda: self._http.request(method, url, timeout=timeout, **kwargs), attempts=attempts,
+                retry=_RETRY_ANY if idempotent else _RETRY_UNSENT, backoff=self.backoff, jitter=self.jitter,
+                cap=timeout, sleep=lambda seconds: self.sleep(seconds),
+            )
+        except _UNSENT as exc:
+            raise InfrastructureError(f"{method} {url} failed after {attempts} attempt(s): "
+                                      f"{type(exc).__name__}: {exc}") from exc
+        except _MAYBE_SENT as exc:
+            if idempotent:
+                raise InfrastructureError(f"{method} {url} failed after {attempts} attempt(s): "
+                                          f"{type(exc).__name__}: {exc}") from exc
+            raise InfrastructureError(f"{method} {url}: {type(exc).__name__}: {exc} "
+                                      "(not retried: the request may have run)") from exc
+        except httpx.HTTPError as exc:
+            raise InfrastructureError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code in TRANSIENT_STATUS:
+            raise InfrastructureError(f"{method} {url} failed after {attempts} attempt(s): HTTP {response.status_code}")
+        return response
 
     def _server(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return self._request(method, self.server_url + path, **kwargs)
@@ -682,7 +699,7 @@ class WAAClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> WAAClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -37,6 +37,7 @@ holds ``{"task", "last_action", "server_url", "cdp_url", "cache_dir"}`` to score
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.abc
 import importlib.machinery
 import json
@@ -211,10 +212,8 @@ class LogTail(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if len(self.lines) < MAX_RECORDS:
-            try:
+            with contextlib.suppress(Exception):  # a bad log call must not stop scoring
                 self.lines.append(_clip(f"{record.name}: {record.getMessage()}", 500))
-            except Exception:  # noqa: BLE001 - a bad log call must not stop scoring
-                pass
 
 
 # -- scoring ---------------------------------------------------------------------------------------

@@ -122,7 +122,8 @@ def home_region(region: str) -> str:
 def _root_disk(image: dict[str, Any]) -> tuple[str, int | None]:
     """The AMI's root device name and its volume size in GB (None when the AMI does not say)."""
     device = image.get("RootDeviceName") or "/dev/sda1"
-    mapping = next((m for m in image.get("BlockDeviceMappings") or [] if m.get("DeviceName") == device), {})
+    mappings = image.get("BlockDeviceMappings") or []
+    mapping: dict[str, Any] = next((m for m in mappings if m.get("DeviceName") == device), {})
     size = mapping.get("Ebs", {}).get("VolumeSize")
     return device, int(size) if size else None
 

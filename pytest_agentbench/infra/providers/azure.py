@@ -150,8 +150,8 @@ def _import_sdk() -> tuple[Any, Any, Any, Any, Any, Any]:
 
         try:  # azure-mgmt-resource >= 24 only exposes the client from the subpackage
             from azure.mgmt.resource.resources import ResourceManagementClient
-        except ImportError:
-            from azure.mgmt.resource import ResourceManagementClient
+        except ImportError:  # older releases, which mypy checks against the installed one's stubs
+            from azure.mgmt.resource import ResourceManagementClient  # type: ignore[attr-defined,no-redef]
         from azure.mgmt.resource.resources import models as resource_models
     except ImportError as exc:
         raise ProviderError(f"the Azure pool needs the Azure SDK ({exc.name or exc} is missing): "
