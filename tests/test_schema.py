@@ -1,8 +1,10 @@
-"""The run record matches its published JSON Schemas (``pytest_agentbench/record/schema``).
+"""The run record matches its published JSON Schemas (``pytest_agentbench/record/schema``) and the
+models they are generated from (``pytest_agentbench/record/models.py``).
 
 Real runs through pytester (every way an episode can end, xdist, screenshots, baselines, a
 fixture that fails before the episode) and through ``evaluate_agent_on_benchmark``; every
-results.jsonl line, summary.json, trajectory.json and manifest.json they write is validated.
+results.jsonl line, summary.json, trajectory.json and manifest.json they write is validated
+against both.
 """
 
 from __future__ import annotations
@@ -11,18 +13,21 @@ import copy
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import pytest
-from jsonschema import Draft202012Validator
-
 from conftest import OUTCOME_BENCH, results
+from jsonschema import Draft202012Validator
+from pydantic import ValidationError
+
 from pytest_agentbench import MockAgent, NoopAgent, WAAMockAdapter, evaluate_agent_on_benchmark
 from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA
 from pytest_agentbench.metrics import Attempt, metrics
 from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict
+from pytest_agentbench.record import schemas
 from pytest_agentbench.record.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload
-from pytest_agentbench.record.controller import SUMMARY_SCHEMA
+from pytest_agentbench.record.controller import ATTEMPT_FIELDS, SUMMARY_SCHEMA
+from pytest_agentbench.record.models import RECORD_MODELS, AttemptSummary, ResultRecord, Status
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
 KINDS = ("result", "summary", "trajectory", "manifest")
@@ -42,7 +47,14 @@ def validators() -> dict[str, Draft202012Validator]:
 
 
 def problems(validator: Draft202012Validator, data: Any, where: str) -> list[str]:
-    return [f"{where} {e.json_path}: {e.message[:300]}" for e in validator.iter_errors(data)]
+    """What the published schema and the record model (the schema's source) find wrong with ``data``."""
+    found = [f"{where} {e.json_path}: {e.message[:300]}" for e in validator.iter_errors(data)]
+    kind = str(validator.schema["$id"]).rsplit(":", 1)[-1].removesuffix(".schema.json")
+    try:
+        RECORD_MODELS[kind].model_validate(data)
+    except ValidationError as exc:
+        found.append(f"{where} (model {RECORD_MODELS[kind].__name__}): {str(exc)[:300]}")
+    return found
 
 
 def validate_run(folder: Path, validators: dict[str, Draft202012Validator], *, manifest: bool = True) -> dict[str, Any]:
@@ -78,6 +90,46 @@ def the_run(pytester: pytest.Pytester, name: str) -> Path:
 
 
 # -- the schemas themselves ------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+def test_shipped_schema_is_what_the_models_generate(kind):
+    shipped = (resources.files("pytest_agentbench") / "record" / "schema" / f"{kind}.schema.json").read_text(
+        encoding="utf-8")
+    assert shipped == schemas.schema_text(kind), (
+        f"{kind}.schema.json differs from record/models.py: run python -m pytest_agentbench.record.schemas")
+
+
+def test_schema_check_catches_a_stale_file(tmp_path, capsys):
+    assert schemas.main(["--dir", str(tmp_path)]) == 0
+    assert schemas.main(["--check", "--dir", str(tmp_path)]) == 0 and not schemas.stale(tmp_path)
+    path = tmp_path / "result.schema.json"
+    edited = json.loads(path.read_text())
+    edited["properties"]["status"]["enum"].append("rerun")  # the drift the generation exists to prevent
+    path.write_text(json.dumps(edited, indent=2) + "\n")
+    (tmp_path / "summary.schema.json").unlink()
+    assert schemas.stale(tmp_path) == [path, tmp_path / "summary.schema.json"]
+    assert schemas.main(["--check", "--dir", str(tmp_path)]) == 1
+    assert "result.schema.json is out of date" in capsys.readouterr().err
+
+
+def test_models_reject_what_the_schemas_reject(pytester, run):
+    run("--bench=mock", "--tasks", "1", "--run-name", "one").assert_outcomes(passed=1)
+    record = results(the_run(pytester, "one"))[0]
+    ResultRecord.model_validate(record)
+    for broken in (dict(record, surprise=1), {k: v for k, v in record.items() if k != "status"},
+                   dict(record, score=1.5), dict(record, error_type="network"), dict(record, status="PASSED"),
+                   dict(record, trial=None), dict(record, attempts=[{"status": "passed"}])):
+        with pytest.raises(ValidationError):
+            ResultRecord.model_validate(broken)
+
+
+def test_record_models_match_the_writers():
+    assert set(AttemptSummary.model_fields) == set(ATTEMPT_FIELDS)
+    assert get_args(AttemptSummary.model_fields["status"].annotation)[-1] == Literal["rerun"]
+    assert set(get_args(Status)) == {"passed", "failed", "skipped", "error", "xfailed", "xpassed"}
+    fields = {f.alias or name for name, f in ResultRecord.model_fields.items()}
+    assert fields == set(load_schema("result")["properties"])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_schema_is_valid_draft_2020_12(kind):
     schema = load_schema(kind)
