@@ -305,7 +305,7 @@ def test_python_api_writes_valid_records(validators, tmp_path):
 
 def test_python_api_every_episode_end(validators, tmp_path):
     namespace: dict[str, Any] = {}
-    exec(compile(OUTCOME_BENCH, "outcome_bench", "exec"), namespace)  # the same benchmark as above
+    exec(compile(OUTCOME_BENCH, "outcome_bench", "exec"), namespace)  # noqa: S102 - the same benchmark as above
     records = evaluate_agent_on_benchmark(namespace["OutcomeAgent"](), namespace["OutcomeBench"](),
                                           results_dir=tmp_path, run_name="ends")
     assert {r.error_type for r in records} == {None, "agent", "infrastructure", "evaluation"}
@@ -329,3 +329,57 @@ def test_runs_with_trials_and_a_resume_match_the_schemas(validators, pytester, r
     run("--bench=mock", "--tasks", "2", "--trials", "3", "--resume", str(folder))
     seen = validate_run(folder, validators)
     assert len(seen["records"]) == 6
+
+
+# -- the fast record builders write what the models would dump ------------------------------------
+ACTIONS = [
+    Action(type="click", target_node_id="4"),
+    Action(type="click", x=0.5, y=0.25, unit="fraction", reason="the OK button"),
+    Action(type="hotkey", keys=["ctrl", "s"]),
+    Action(type="scroll", x=3, y=4, scroll_direction="down", scroll_amount=3),
+    Action(type="drag", x=1, y=1, end_x=5, end_y=5, unit="px"),
+    Action(type="type", text=""),
+    Action(type="wait", seconds=0),
+    Action(type="answer", answer="42", raw={"when": (1, 2), "blob": b"png", "nested": {"k": [1.5, None]}}),
+    Action(type="done"),
+]
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.type)
+def test_action_json_is_the_models_dump(action):
+    from pytest_agentbench.record.artifacts import action_json
+
+    assert action_json(action) == action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    assert set(vars(action)) == set(Action.model_fields)  # the builder reads the fields from __dict__
+
+
+def test_criterion_json_is_the_models_dump():
+    from pytest_agentbench.record.artifacts import criterion_json
+
+    for criterion in (Criterion(name="a", passed=True), Criterion(name="b", passed=None, detail="d", expected=3,
+                                                                   actual={"x": (1, 2), "when": b"x"})):
+        assert criterion_json(criterion) == criterion.model_dump(mode="json")
+    assert set(Criterion.model_fields) == {"name", "passed", "detail", "expected", "actual"}
+    assert set(Verdict.model_fields) == {"score", "passed", "criteria", "reason"}  # the trajectory's verdict keys
+
+
+def test_task_from_item_builds_the_validated_task():
+    from pytest_agentbench.session import _TASK_DEFAULTS, TASK_KEY, task_from_item
+
+    assert set(_TASK_DEFAULTS) == set(Task.model_fields) - {"task_id"}
+    for name, default in _TASK_DEFAULTS.items():
+        expected = Task.model_fields[name].get_default(call_default_factory=True)
+        assert (list(default) if isinstance(default, tuple) else default) == expected, name
+
+    class Item:
+        stash = pytest.Stash()
+
+    for data in ({"task_id": "t", "benchmark": "b", "domain": "default"},
+                 {"task_id": "t", "benchmark": "b", "domain": "d", "tags": ["x"], "time_limit_steps": 3,
+                  "raw_config": {"a": [1]}, "evaluation_spec": {"e": 1}, "instruction": "do"}):
+        Item.stash[TASK_KEY] = data
+        task = task_from_item(Item())  # type: ignore[arg-type]
+        assert task == Task.model_validate(data) and task.model_fields_set == set(data)
+        task.tags.append("changed")
+        task.raw_config["b"] = 2
+        assert "changed" not in data.get("tags", []) and "b" not in data.get("raw_config", {})
