@@ -10,6 +10,7 @@ against both.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from importlib import resources
 from pathlib import Path
@@ -383,3 +384,16 @@ def test_task_from_item_builds_the_validated_task():
         task.tags.append("changed")
         task.raw_config["b"] = 2
         assert "changed" not in data.get("tags", []) and "b" not in data.get("raw_config", {})
+
+
+def test_task_files_take_values_json_has_no_form_for(tmp_path):
+    from pytest_agentbench.record.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    digest = hashlib.sha1(b"a b").hexdigest()[:8]
+    assert folder.task_files("mock", "a b", ".trial-2") == (f"tasks/mock/a_b-{digest}.trial-2",
+                                                             f"tasks/mock/a_b-{digest}.trial-2.trajectory.json")
+    assert folder.task_files("mock", "t")[1] == folder.relative(folder.trajectory_path("mock", "t"))
+    assert folder.task_files("mock", "t")[0] == folder.relative(folder.task_dir("mock", "t"))
+    folder.write_task_json(folder.absolute("x.json"), {"task": {"raw_config": {"path": Path("a/b"), "blob": b"y"}}})
+    assert json.loads((tmp_path / "x.json").read_text()) == {"task": {"raw_config": {"path": "a/b", "blob": "y"}}}

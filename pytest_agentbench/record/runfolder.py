@@ -155,9 +155,14 @@ class RunFolder:
 
     def write_task_json(self, path: str | Path, data: Any) -> None:
         """Per-task files are written once, by one process, and read only after the run: compact
-        JSON in one write (the indented encoder and a rename per task cost more than the episode)."""
+        JSON in one write (the indented encoder and a rename per task cost more than the episode).
+        A value JSON has no form for (a task's config holding a path, say) is written as pydantic
+        would dump it, as the per-item dicts are built without ``model_dump``."""
+        from pydantic_core import to_jsonable_python
+
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=to_jsonable_python)
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, sort_keys=True, separators=(",", ":")))
+            handle.write(text)
 
     def write_json(self, path: Path, data: Any) -> None:
         """Write JSON through a temporary file and a rename, so readers never see half a file."""
