@@ -44,33 +44,24 @@ DEF_NAMES = {
 
 
 class RecordJsonSchema(GenerateJsonSchema):
-    """pydantic's generator with two changes for files that describe JSON records:
-
-    * no ``title`` on every property (the descriptions say more; model titles stay);
-    * no ``"default": null`` on a field that cannot be null (``X | SkipJsonSchema[None] = None``):
-      such a field is one a record may leave out, and a null default would contradict its type.
-    """
+    """pydantic's generator without titles on properties and without defaults: the files describe
+    records as written (the descriptions say what an absent key means), and a ``"default": null``
+    would contradict a key a record may leave out but never writes as null (``Omittable``)."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
     def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
-        json_schema = super().default_schema(schema)
-        if "default" in json_schema and json_schema["default"] is None and not _nullable(json_schema):
-            del json_schema["default"]
-        return json_schema
-
-
-def _nullable(json_schema: JsonSchemaValue) -> bool:
-    kinds = json_schema.get("type")
-    if kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
-        return True
-    return any(_nullable(branch) for branch in json_schema.get("anyOf", ()))
+        return self.generate_inner(schema["schema"])
 
 
 def _tidy(node: Any) -> Any:
-    """Published ``$defs`` names in every ``$ref``, and ``{"type": ["string", "null"]}`` for pydantic's
-    ``{"anyOf": [{"type": "string"}, {"type": "null"}]}`` (the same schema, easier to read)."""
+    """The published ``$defs`` names in every ``$ref``, and pydantic's spellings in the shorter
+    equivalent ones consumers (and the http agent's schema, which shares the action) read:
+    ``{"type": ["string", "null"]}`` for ``{"anyOf": [{"type": "string"}, {"type": "null"}]}``,
+    no ``"additionalProperties": true`` (the default),
+    ``{"enum": ["a", "b", null]}`` for the nullable enum, and no ``"type": "string"`` beside a
+    ``const`` or an ``enum`` of strings."""
     if isinstance(node, list):
         return [_tidy(value) for value in node]
     if not isinstance(node, dict):
@@ -80,12 +71,26 @@ def _tidy(node: Any) -> Any:
         if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
             value = "#/$defs/" + _def_name(value.removeprefix("#/$defs/"))
         out[key] = _tidy(value)
+    if out.get("additionalProperties") is True:
+        del out["additionalProperties"]  # the default
+    if out.get("type") == "string" and (isinstance(out.get("const"), str) or (
+            isinstance(out.get("enum"), list) and all(isinstance(v, str) for v in out["enum"]))):
+        del out["type"]
     branches = out.get("anyOf")
-    if (isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches and "type" not in out
-            and all(set(b) == {"type"} and isinstance(b["type"], str) for b in branches)):
-        del out["anyOf"]
-        out["type"] = [b["type"] for b in branches]
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches and "type" not in out:
+        (other,) = [b for b in branches if b != {"type": "null"}]
+        if isinstance(other.get("type"), str) and not (set(other) & (_APPLY_TO_NULL | set(out))):
+            # The other keywords (minimum, items, ...) ignore a null, so they can sit beside it.
+            del out["anyOf"]
+            out.update(other, type=[other["type"], "null"])
+        elif set(other) == {"enum"} and "enum" not in out:
+            del out["anyOf"]
+            out["enum"] = [*other["enum"], None]
     return out
+
+
+#: Keywords that constrain a null instance too, so they cannot move out of their anyOf branch.
+_APPLY_TO_NULL = {"enum", "const", "$ref", "anyOf", "oneOf", "allOf", "not", "if"}
 
 
 def _def_name(name: str) -> str:
@@ -102,7 +107,9 @@ def record_schema(kind: str) -> dict[str, Any]:
     # Serialization mode: the schema describes what the writers write (every field of a criterion,
     # say), by_alias: the ``schema`` key (the models' ``record_schema`` field).
     generated = model.model_json_schema(by_alias=True, mode="serialization", schema_generator=RecordJsonSchema)
-    defs = {_def_name(name): _tidy(value) for name, value in generated.pop("$defs", {}).items()}
+    # Definitions go untitled (their descriptions name the Python class they come from).
+    defs = {_def_name(name): _tidy({k: v for k, v in value.items() if k != "title"})
+            for name, value in generated.pop("$defs", {}).items()}
     out: dict[str, Any] = {"$schema": DRAFT, "$id": f"urn:pytest-agentbench:schema:{kind}.schema.json",
                            "title": generated.pop("title"), "description": generated.pop("description")}
     out.update(_tidy(generated))
