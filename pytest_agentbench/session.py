@@ -355,6 +355,13 @@ class AgentbenchPlugin:
                 report.extras = [*getattr(report, "extras", []), *extras]  # type: ignore[attr-defined]
         return report
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_worker(self.config):
+            # xdist has sent the record to the controller, which writes it: the worker's report
+            # (kept to the end of the run) need not hold it as well.
+            report.__dict__.pop("agentbench", None)
+
     def _payload_without_episode(self, item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
         """A record for an item that failed before its episode could run (a fixture raised)."""
         from .record.artifacts import base_payload
