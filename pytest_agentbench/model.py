@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 ActionType = Literal[
     "click",
@@ -43,16 +43,25 @@ class _Model(BaseModel):
 class Task(_Model):
     """One benchmark task. ``task_id`` is the benchmark's own id (for WAA the file stem)."""
 
-    task_id: str = Field(min_length=1)
-    instruction: str = ""
-    domain: str = "default"
-    benchmark: str = ""
+    # The descriptions document the task's JSON form in the run record's schemas (record/models.py).
+    model_config = ConfigDict(json_schema_extra={
+        "description": "The task as played (pytest_agentbench.Task). Runs through pytest write every field; "
+                       "evaluate_agent_on_benchmark writes only task_id for an id the benchmark does not know."})
+
+    task_id: str = Field(min_length=1, description="The benchmark's own task id (no brackets, '::' or whitespace).")
+    instruction: str = Field(default="", description="What the agent is asked to do.")
+    domain: str = Field(default="default", description="Domain (application or area) of the task; also a pytest marker.")
+    benchmark: str = Field(default="", description="Registry name of the benchmark.")
     #: The task's own step limit. An explicit ``--max-steps`` beats it (see ``episode.step_limit``).
-    time_limit_steps: int | None = Field(default=None, ge=1)
-    tags: list[str] = Field(default_factory=list)
-    initial_state_ref: str | None = None
-    raw_config: dict[str, Any] = Field(default_factory=dict)
-    evaluation_spec: dict[str, Any] | None = None
+    time_limit_steps: int | None = Field(default=None, ge=1,
+                                         description="The task's own step limit; an explicit --max-steps beats it.")
+    tags: list[str] = Field(default_factory=list, description="Free tags; -k matches them.")
+    initial_state_ref: str | None = Field(
+        default=None, description="Reference to the task's start state (snapshot, fixture file), if any.")
+    raw_config: dict[str, Any] = Field(default_factory=dict,
+                                       description="The benchmark's own task configuration, unchanged.")
+    evaluation_spec: dict[str, Any] | None = Field(
+        default=None, description="The benchmark's own checker configuration, if kept apart from raw_config.")
 
     @field_validator("task_id", "domain")
     @classmethod
@@ -120,24 +129,36 @@ class Action(_Model):
     A click may instead name an element of the accessibility tree with ``target_id``.
     """
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra={
+        "description": "One agent action (pytest_agentbench.Action) as JSON. Records written by a pytest run leave "
+                       "out fields that are null or at their default; records written by evaluate_agent_on_benchmark "
+                       "may carry every field, with nulls."})
 
-    type: ActionType
-    x: float | None = None
-    y: float | None = None
-    unit: Literal["px", "fraction"] | None = None
-    target_id: str | None = Field(default=None, alias="target_node_id")
-    end_x: float | None = None
-    end_y: float | None = None
-    text: str | None = None
-    key: str | None = None
-    keys: list[str] = Field(default_factory=list)
-    scroll_direction: Literal["up", "down", "left", "right"] | None = None
-    scroll_amount: int | None = None
-    seconds: float | None = Field(default=None, ge=0)
-    answer: str | None = None
-    reason: str | None = None
-    raw: dict[str, Any] | None = None
+    type: ActionType = Field(description="The action kind. done, fail, answer and error are terminal: they end the "
+                                         "episode, are never executed and are not counted as steps.")
+    x: float | None = Field(default=None, json_schema_extra={"minimum": 0}, description=(
+        "Horizontal coordinate, in pixels or as a fraction of the screen (see unit)."))
+    y: float | None = Field(default=None, json_schema_extra={"minimum": 0}, description=(
+        "Vertical coordinate, in pixels or as a fraction of the screen (see unit)."))
+    unit: Literal["px", "fraction"] | None = Field(default=None, description=(
+        "Unit of x/y/end_x/end_y. Null means inferred: both values in [0, 1] and at least one not an integer means "
+        "fractions, otherwise pixels."))
+    # Input may say target_node_id (the reference tool's name); the record always says target_id.
+    target_id: str | None = Field(default=None, validation_alias=AliasChoices("target_node_id", "target_id"),
+                                  description="Id of the accessibility-tree element a click names instead of "
+                                              "coordinates (accepted on input as target_node_id).")
+    end_x: float | None = Field(default=None, json_schema_extra={"minimum": 0}, description="Drag end, horizontal.")
+    end_y: float | None = Field(default=None, json_schema_extra={"minimum": 0}, description="Drag end, vertical.")
+    text: str | None = Field(default=None, description="Text of a type action.")
+    key: str | None = Field(default=None, description="Key of a key action, e.g. enter.")
+    keys: list[str] = Field(default_factory=list, description='Keys of a hotkey action, e.g. ["ctrl", "s"].')
+    scroll_direction: Literal["up", "down", "left", "right"] | None = Field(
+        default=None, description="Direction of a scroll action.")
+    scroll_amount: int | None = Field(default=None, description="Amount of a scroll action, in the environment's units.")
+    seconds: float | None = Field(default=None, ge=0, description="Duration of a wait action.")
+    answer: str | None = Field(default=None, description="The agent's answer (answer actions).")
+    reason: str | None = Field(default=None, description="The agent's stated reason or reasoning for this action.")
+    raw: dict[str, Any] | None = Field(default=None, description="Agent-specific extra data, passed through unchanged.")
 
     @field_validator("x", "y", "end_x", "end_y")
     @classmethod
@@ -198,20 +219,30 @@ class Action(_Model):
 class Criterion(_Model):
     """One check behind a verdict. ``passed`` is None when the checker could not evaluate it."""
 
-    name: str
-    passed: bool | None
-    detail: str = ""
-    expected: Any = None
-    actual: Any = None
+    # Records always carry every field (a full model_dump): the schema requires them all.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True, json_schema_extra={
+        "description": "One check behind a verdict (pytest_agentbench.Criterion)."})
+
+    name: str = Field(description="What the checker checked.")
+    passed: bool | None = Field(description="Whether the check held; null when the checker could not evaluate it.")
+    detail: str = Field(default="", description="Free-text explanation (may be empty).")
+    expected: Any = Field(default=None, description="The expected value, any JSON (null when the checker gave none).")
+    actual: Any = Field(default=None, description="The observed value, any JSON (null when the checker gave none).")
 
 
 class Verdict(_Model):
     """The benchmark checker's judgement of one episode. The agent's claim never enters it."""
 
-    score: float = Field(ge=0.0, le=1.0)
-    passed: bool | None
-    criteria: list[Criterion] = Field(default_factory=list)
-    reason: str = ""
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True, json_schema_extra={
+        "description": "The benchmark checker's judgement (pytest_agentbench.Verdict). The agent's claim never "
+                       "enters it."})
+
+    score: float = Field(ge=0.0, le=1.0, description=(
+        "Score in [0, 1]; partial credit is passed criteria over evaluated criteria unless the benchmark has its own "
+        "rule."))
+    passed: bool | None = Field(description="Whether the task passed; null when the checker could not evaluate it.")
+    criteria: list[Criterion] = Field(default_factory=list, description="The checks behind the verdict.")
+    reason: str = Field(default="", description="One-line explanation from the checker.")
 
     @classmethod
     def from_criteria(cls, criteria: list[Criterion], *, threshold: float = 1.0, reason: str = "") -> Verdict:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .infra.pool_plugin import PoolManager
     from .manifest import Manifest
     from .model import EpisodeRecord, Observation, Task
-    from .outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's type
+    from .outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's StashKey["Outcome"]
     from .record.runfolder import RunFolder
     from .registry import AgentRegistry, BenchmarkRegistry
 
@@ -359,6 +359,7 @@ class AgentbenchPlugin:
             payload = self._payload_without_episode(item, report)
             item.stash[PAYLOAD_KEY] = payload
         report.agentbench = payload  # type: ignore[attr-defined]  # plain JSON: survives xdist
+        del item.stash[PAYLOAD_KEY]  # the report carries it now; a rerun plays anew
         if report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
             # Point the skip at the task rather than at the plugin line that raised it.
             report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
@@ -369,6 +370,13 @@ class AgentbenchPlugin:
             if extras:
                 report.extras = [*getattr(report, "extras", []), *extras]  # type: ignore[attr-defined]
         return report
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_worker(self.config):
+            # xdist has sent the record to the controller, which writes it: the worker's report
+            # (kept to the end of the run) need not hold it as well.
+            report.__dict__.pop("agentbench", None)
 
     def _payload_without_episode(self, item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
         """A record for an item that failed before its episode could run (a fixture raised)."""
@@ -400,7 +408,22 @@ def config_state(config: pytest.Config) -> AgentbenchPlugin:
 
 
 def task_from_item(item: pytest.Item) -> Task:
+    """The item's task, built without validation: the manifest's tasks were validated when it was
+    resolved (``manifest.resolve``), and validating again per item costs more than the record."""
     from .model import Task
 
-    return Task.model_validate(item.stash[TASK_KEY])
+    data = item.stash[TASK_KEY]
+    fields = {**_TASK_DEFAULTS, **data}
+    # Fresh containers, as validation would make them: a benchmark that edits its task must not
+    # edit the manifest's copy (the next trial's).
+    fields["tags"] = list(fields["tags"])
+    fields["raw_config"] = dict(fields["raw_config"])
+    if fields["evaluation_spec"] is not None:
+        fields["evaluation_spec"] = dict(fields["evaluation_spec"])
+    return Task.model_construct(_fields_set=set(data), **fields)
+
+
+#: Every Task field's default, so model_construct never calls a default factory (slow in pydantic).
+_TASK_DEFAULTS: dict[str, Any] = {"instruction": "", "domain": "default", "benchmark": "", "time_limit_steps": None,
+                                  "tags": (), "initial_state_ref": None, "raw_config": {}, "evaluation_spec": None}
 

@@ -130,7 +130,7 @@ def attempt_of(item: pytest.Item) -> int:
     return count if isinstance(count, int) and count > 1 else 1
 
 
-def _suffix(item: pytest.Item) -> str:
+def file_suffix(item: pytest.Item) -> str:
     """The trial's suffix, and ``.attempt-<n>`` for a rerun's later attempts, so that no attempt
     overwrites another's files."""
     attempt = attempt_of(item)
@@ -139,13 +139,13 @@ def _suffix(item: pytest.Item) -> str:
 
 def trajectory_path(folder: RunFolder, item: pytest.Item, benchmark: str, task_id: str) -> Path:
     path = folder.trajectory_path(benchmark, task_id)
-    suffix = _suffix(item)
+    suffix = file_suffix(item)
     return path.with_name(path.name.replace(".trajectory.json", f"{suffix}.trajectory.json")) if suffix else path
 
 
 def task_dir(folder: RunFolder, item: pytest.Item, benchmark: str, task_id: str) -> Path:
     path = folder.task_dir(benchmark, task_id)
-    suffix = _suffix(item)
+    suffix = file_suffix(item)
     return path.with_name(path.name + suffix) if suffix else path
 
 

@@ -5,16 +5,13 @@ as an error, and the run ends with one ERROR: line."""
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import only_run_folder, results
 
 KILL_WORKER = """
@@ -99,7 +96,7 @@ def small_disk(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("mounting a size-limited tmpfs needs root")
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", f"tmpfs-{uuid.uuid4().hex[:6]}", str(disk)],
-                             capture_output=True, text=True)
+                             check=False, capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
@@ -137,3 +134,57 @@ def test_a_torn_last_line_is_tolerated_when_reading_a_run_folder(run_sub, pytest
     bad = run_sub("--bench=mock", "--tasks", "3", "--baseline", str(folder))
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: --baseline: *results.jsonl line 2 is not JSON*"])
+
+
+def _open_results_files() -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.endswith("results.jsonl"):
+            found.append(target)
+    return found
+
+
+RECORD_WHILE_RUNNING = """
+import json, os
+
+def pytest_runtest_teardown(item):
+    # Each record is on disk as its item ends: the file is read here through another handle.
+    folder = item.config.stash[__import__("pytest_agentbench.session", fromlist=["x"]).STATE_KEY].run_folder
+    lines = open(folder.results_path, encoding="utf-8").read().splitlines()
+    with open(os.environ["SEEN_LINES"], "a") as out:
+        out.write(f"{len(lines)}\\n")
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_results_jsonl_is_written_line_by_line_through_one_descriptor_closed_at_the_end(run, pytester, monkeypatch):
+    seen = pytester.path / "seen.txt"
+    monkeypatch.setenv("SEEN_LINES", str(seen))
+    pytester.makeconftest(RECORD_WHILE_RUNNING)
+    assert not _open_results_files()
+    run("--bench=mock", "--tasks", "4").assert_outcomes(passed=4)
+    # The call report of item n is recorded before its teardown: n lines, one per item, as they ran.
+    assert seen.read_text().split() == ["1", "2", "3", "4"]
+    assert len(results(only_run_folder(pytester.path))) == 4
+    assert not _open_results_files(), "results.jsonl must be closed when the session ends"
+
+
+def test_one_descriptor_for_every_line_and_a_reopen_after_close(tmp_path):
+    from pytest_agentbench.record.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    folder.append_result({"task_id": "a", "benchmark": "b"})
+    fd = folder._results_fd
+    folder.append_result({"task_id": "c", "benchmark": "b"})
+    assert folder._results_fd == fd is not None
+    folder.close()
+    folder.close()  # twice is fine
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    folder.append_result({"task_id": "d", "benchmark": "b"})  # reopens, appends after the others
+    folder.close()
+    assert [r["task_id"] for r in folder.read_results()] == ["a", "c", "d"]

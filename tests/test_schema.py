@@ -1,28 +1,34 @@
-"""The run record matches its published JSON Schemas (``pytest_agentbench/record/schema``).
+"""The run record matches its published JSON Schemas (``pytest_agentbench/record/schema``) and the
+models they are generated from (``pytest_agentbench/record/models.py``).
 
 Real runs through pytester (every way an episode can end, xdist, screenshots, baselines, a
 fixture that fails before the episode) and through ``evaluate_agent_on_benchmark``; every
-results.jsonl line, summary.json, trajectory.json and manifest.json they write is validated.
+results.jsonl line, summary.json, trajectory.json and manifest.json they write is validated
+against both.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import pytest
-from jsonschema import Draft202012Validator
-
 from conftest import OUTCOME_BENCH, results
+from jsonschema import Draft202012Validator
+from pydantic import ValidationError
+
 from pytest_agentbench import MockAgent, NoopAgent, WAAMockAdapter, evaluate_agent_on_benchmark
 from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA
 from pytest_agentbench.metrics import Attempt, metrics
 from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict
+from pytest_agentbench.record import schemas
 from pytest_agentbench.record.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload
-from pytest_agentbench.record.controller import SUMMARY_SCHEMA
+from pytest_agentbench.record.controller import ATTEMPT_FIELDS, SUMMARY_SCHEMA
+from pytest_agentbench.record.models import RECORD_MODELS, AttemptSummary, ResultRecord, Status
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
 KINDS = ("result", "summary", "trajectory", "manifest")
@@ -42,7 +48,14 @@ def validators() -> dict[str, Draft202012Validator]:
 
 
 def problems(validator: Draft202012Validator, data: Any, where: str) -> list[str]:
-    return [f"{where} {e.json_path}: {e.message[:300]}" for e in validator.iter_errors(data)]
+    """What the published schema and the record model (the schema's source) find wrong with ``data``."""
+    found = [f"{where} {e.json_path}: {e.message[:300]}" for e in validator.iter_errors(data)]
+    kind = str(validator.schema["$id"]).rsplit(":", 1)[-1].removesuffix(".schema.json")
+    try:
+        RECORD_MODELS[kind].model_validate(data)
+    except ValidationError as exc:
+        found.append(f"{where} (model {RECORD_MODELS[kind].__name__}): {str(exc)[:300]}")
+    return found
 
 
 def validate_run(folder: Path, validators: dict[str, Draft202012Validator], *, manifest: bool = True) -> dict[str, Any]:
@@ -78,6 +91,46 @@ def the_run(pytester: pytest.Pytester, name: str) -> Path:
 
 
 # -- the schemas themselves ------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+def test_shipped_schema_is_what_the_models_generate(kind):
+    shipped = (resources.files("pytest_agentbench") / "record" / "schema" / f"{kind}.schema.json").read_text(
+        encoding="utf-8")
+    assert shipped == schemas.schema_text(kind), (
+        f"{kind}.schema.json differs from record/models.py: run python -m pytest_agentbench.record.schemas")
+
+
+def test_schema_check_catches_a_stale_file(tmp_path, capsys):
+    assert schemas.main(["--dir", str(tmp_path)]) == 0
+    assert schemas.main(["--check", "--dir", str(tmp_path)]) == 0 and not schemas.stale(tmp_path)
+    path = tmp_path / "result.schema.json"
+    edited = json.loads(path.read_text())
+    edited["properties"]["status"]["enum"].append("rerun")  # the drift the generation exists to prevent
+    path.write_text(json.dumps(edited, indent=2) + "\n")
+    (tmp_path / "summary.schema.json").unlink()
+    assert schemas.stale(tmp_path) == [path, tmp_path / "summary.schema.json"]
+    assert schemas.main(["--check", "--dir", str(tmp_path)]) == 1
+    assert "result.schema.json is out of date" in capsys.readouterr().err
+
+
+def test_models_reject_what_the_schemas_reject(pytester, run):
+    run("--bench=mock", "--tasks", "1", "--run-name", "one").assert_outcomes(passed=1)
+    record = results(the_run(pytester, "one"))[0]
+    ResultRecord.model_validate(record)
+    for broken in (dict(record, surprise=1), {k: v for k, v in record.items() if k != "status"},
+                   dict(record, score=1.5), dict(record, error_type="network"), dict(record, status="PASSED"),
+                   dict(record, trial=None), dict(record, attempts=[{"status": "passed"}])):
+        with pytest.raises(ValidationError):
+            ResultRecord.model_validate(broken)
+
+
+def test_record_models_match_the_writers():
+    assert set(AttemptSummary.model_fields) == set(ATTEMPT_FIELDS)
+    assert get_args(AttemptSummary.model_fields["status"].annotation)[-1] == Literal["rerun"]
+    assert set(get_args(Status)) == {"passed", "failed", "skipped", "error", "xfailed", "xpassed"}
+    fields = {f.alias or name for name, f in ResultRecord.model_fields.items()}
+    assert fields == set(load_schema("result")["properties"])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_schema_is_valid_draft_2020_12(kind):
     schema = load_schema(kind)
@@ -253,7 +306,7 @@ def test_python_api_writes_valid_records(validators, tmp_path):
 
 def test_python_api_every_episode_end(validators, tmp_path):
     namespace: dict[str, Any] = {}
-    exec(compile(OUTCOME_BENCH, "outcome_bench", "exec"), namespace)  # the same benchmark as above
+    exec(compile(OUTCOME_BENCH, "outcome_bench", "exec"), namespace)  # noqa: S102 - the same benchmark as above
     records = evaluate_agent_on_benchmark(namespace["OutcomeAgent"](), namespace["OutcomeBench"](),
                                           results_dir=tmp_path, run_name="ends")
     assert {r.error_type for r in records} == {None, "agent", "infrastructure", "evaluation"}
@@ -277,3 +330,70 @@ def test_runs_with_trials_and_a_resume_match_the_schemas(validators, pytester, r
     run("--bench=mock", "--tasks", "2", "--trials", "3", "--resume", str(folder))
     seen = validate_run(folder, validators)
     assert len(seen["records"]) == 6
+
+
+# -- the fast record builders write what the models would dump ------------------------------------
+ACTIONS = [
+    Action(type="click", target_node_id="4"),
+    Action(type="click", x=0.5, y=0.25, unit="fraction", reason="the OK button"),
+    Action(type="hotkey", keys=["ctrl", "s"]),
+    Action(type="scroll", x=3, y=4, scroll_direction="down", scroll_amount=3),
+    Action(type="drag", x=1, y=1, end_x=5, end_y=5, unit="px"),
+    Action(type="type", text=""),
+    Action(type="wait", seconds=0),
+    Action(type="answer", answer="42", raw={"when": (1, 2), "blob": b"png", "nested": {"k": [1.5, None]}}),
+    Action(type="done"),
+]
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.type)
+def test_action_json_is_the_models_dump(action):
+    from pytest_agentbench.record.artifacts import action_json
+
+    assert action_json(action) == action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    assert set(vars(action)) == set(Action.model_fields)  # the builder reads the fields from __dict__
+
+
+def test_criterion_json_is_the_models_dump():
+    from pytest_agentbench.record.artifacts import criterion_json
+
+    for criterion in (Criterion(name="a", passed=True), Criterion(name="b", passed=None, detail="d", expected=3,
+                                                                   actual={"x": (1, 2), "when": b"x"})):
+        assert criterion_json(criterion) == criterion.model_dump(mode="json")
+    assert set(Criterion.model_fields) == {"name", "passed", "detail", "expected", "actual"}
+    assert set(Verdict.model_fields) == {"score", "passed", "criteria", "reason"}  # the trajectory's verdict keys
+
+
+def test_task_from_item_builds_the_validated_task():
+    from pytest_agentbench.session import _TASK_DEFAULTS, TASK_KEY, task_from_item
+
+    assert set(_TASK_DEFAULTS) == set(Task.model_fields) - {"task_id"}
+    for name, default in _TASK_DEFAULTS.items():
+        expected = Task.model_fields[name].get_default(call_default_factory=True)
+        assert (list(default) if isinstance(default, tuple) else default) == expected, name
+
+    class Item:
+        stash = pytest.Stash()
+
+    for data in ({"task_id": "t", "benchmark": "b", "domain": "default"},
+                 {"task_id": "t", "benchmark": "b", "domain": "d", "tags": ["x"], "time_limit_steps": 3,
+                  "raw_config": {"a": [1]}, "evaluation_spec": {"e": 1}, "instruction": "do"}):
+        Item.stash[TASK_KEY] = data
+        task = task_from_item(Item())  # type: ignore[arg-type]
+        assert task == Task.model_validate(data) and task.model_fields_set == set(data)
+        task.tags.append("changed")
+        task.raw_config["b"] = 2
+        assert "changed" not in data.get("tags", []) and "b" not in data.get("raw_config", {})
+
+
+def test_task_files_take_values_json_has_no_form_for(tmp_path):
+    from pytest_agentbench.record.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    digest = hashlib.sha1(b"a b").hexdigest()[:8]
+    assert folder.task_files("mock", "a b", ".trial-2") == (f"tasks/mock/a_b-{digest}.trial-2",
+                                                             f"tasks/mock/a_b-{digest}.trial-2.trajectory.json")
+    assert folder.task_files("mock", "t")[1] == folder.relative(folder.trajectory_path("mock", "t"))
+    assert folder.task_files("mock", "t")[0] == folder.relative(folder.task_dir("mock", "t"))
+    folder.write_task_json(folder.absolute("x.json"), {"task": {"raw_config": {"path": Path("a/b"), "blob": b"y"}}})
+    assert json.loads((tmp_path / "x.json").read_text()) == {"task": {"raw_config": {"path": "a/b", "blob": "y"}}}

@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_jsonable_python
+
 if TYPE_CHECKING:
     import pytest
 
-    from ..model import EpisodeRecord, Task
+    from ..model import Action, Criterion, EpisodeRecord, Task
     from ..outcomes import Outcome
     from ..session import AgentbenchPlugin
 
@@ -48,11 +50,39 @@ def base_payload(nodeid: str, task: dict[str, Any], agent: str) -> dict[str, Any
     }
 
 
-def _write_png(path: Any, observation: Any) -> None:
+def _write_png(path: str, observation: Any) -> None:
     data = observation.screenshot  # rendered here, on the writer thread, when lazy
     if not data:
         raise ValueError(f"no screenshot to write to {path}")
-    path.write_bytes(data)
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+# The record's JSON is built from the models' attributes rather than with ``model_dump``: several
+# dumps per step and per item were the largest per-item cost of the plugin. The shapes are the
+# ones record/models.py describes; the tests validate real runs against those models and schemas.
+def action_json(action: Action) -> dict[str, Any]:
+    """``action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)``, fast: every
+    field but ``type`` defaults to None, except ``keys`` (an empty list)."""
+    out = {name: value for name, value in action.__dict__.items() if value is not None}
+    if not out.get("keys", True):
+        del out["keys"]
+    if "raw" in out:
+        out["raw"] = to_jsonable_python(out["raw"])  # agent data: whatever it holds, as model_dump would
+    return out
+
+
+_PLAIN = (str, int, float, bool)
+
+
+def _jsonable(value: Any) -> Any:
+    return value if value is None or type(value) in _PLAIN else to_jsonable_python(value)
+
+
+def criterion_json(criterion: Criterion) -> dict[str, Any]:
+    """``criterion.model_dump(mode="json")``, fast."""
+    return {"name": criterion.name, "passed": criterion.passed, "detail": criterion.detail,
+            "expected": _jsonable(criterion.expected), "actual": _jsonable(criterion.actual)}
 
 
 def save_episode(
@@ -66,6 +96,15 @@ def save_episode(
     """Write trajectory.json (always) and screenshots (per ``--screenshots``); return the record."""
     payload = base_payload(item.nodeid, item.stash[_task_key()], record.agent)
     verdict = record.verdict
+    criteria = [criterion_json(c) for c in verdict.criteria] if verdict else []
+    steps_json: list[dict[str, Any]] = [{"index": step.index, "action": action_json(step.action), "reasoning": step.reasoning,
+                   "seconds": step.seconds, "screenshot_path": step.screenshot_path, "cost_usd": step.cost_usd,
+                   "usage": step.usage, "label": step.action.describe()} for step in record.steps]
+    final_json = None
+    if record.final_action is not None:  # the last step's action, whose dict is built already
+        last = record.steps[-1] if record.steps else None
+        final_json = dict(steps_json[-1]["action"]) if last is not None and last.action is record.final_action \
+            else action_json(record.final_action)
     payload.update(
         success=record.success,
         score=record.score,
@@ -76,9 +115,8 @@ def save_episode(
         error=record.error,
         error_type=record.error_type,
         reason=record.reason,
-        criteria=[c.model_dump(mode="json") for c in verdict.criteria] if verdict else [],
-        final_action=record.final_action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-        if record.final_action else None,
+        criteria=criteria,
+        final_action=final_json,
         total_time_seconds=round(record.total_time_seconds, 6),
         cost_usd=record.cost_usd,
         expected_outcome=outcome.kind,
@@ -86,42 +124,37 @@ def save_episode(
     folder = state.run_folder
     if folder is None:  # --collect-only never plays; defensive for direct fixture use
         return payload
-    from ..trials import task_dir as trial_task_dir, trajectory_path as trial_trajectory_path
+    from ..trials import file_suffix
 
-    task_dir = trial_task_dir(folder, item, record.benchmark, record.task_id)
-    pngs: list[tuple[Any, Any]] = []
+    task_dir, trajectory_file = folder.task_files(record.benchmark, record.task_id, file_suffix(item))
+    pngs: list[tuple[str, Any]] = []
     mode = state.settings.screenshots
     keep = mode == "on" or (mode == "only-on-failure" and outcome.kind != "passed")
     shots: list[str] = []
-    steps_json = []
-    for step in record.steps:
-        entry = step.model_dump(mode="json", exclude={"observation"})
-        entry["action"] = step.action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-        entry["action"]["type"] = step.action.type
-        entry["label"] = step.action.describe()
-        if keep and step.observation is not None and step.observation.has_screenshot:
-            png = task_dir / f"step_{step.index:03d}.png"
-            pngs.append((png, step.observation))
-            entry["screenshot_path"] = folder.relative(png)
-            shots.append(entry["screenshot_path"])
-        steps_json.append(entry)
+    if keep:
+        for step, entry in zip(record.steps, steps_json):
+            if step.observation is not None and step.observation.has_screenshot:
+                shot = f"{task_dir}/step_{step.index:03d}.png"
+                pngs.append((folder.absolute(shot), step.observation))
+                entry["screenshot_path"] = shot
+                shots.append(shot)
     final_shot = None
     final = record.final_observation
     if keep and final is not None and final.has_screenshot:
-        png = task_dir / "final.png"
-        pngs.append((png, final))
-        final_shot = folder.relative(png)
+        final_shot = f"{task_dir}/final.png"
+        pngs.append((folder.absolute(final_shot), final))
         shots.append(final_shot)
     trajectory = {
         "schema": TRAJECTORY_SCHEMA,
         "nodeid": item.nodeid,
-        "task": task.model_dump(mode="json"),
+        "task": task.__dict__.copy(),  # every field; the values came from the manifest's JSON
         "agent": record.agent,
         "steps": steps_json,
         "final_screenshot": final_shot,
         "num_steps": record.num_steps,
         "step_limit": record.step_limit,
-        "verdict": verdict.model_dump(mode="json") if verdict else None,
+        "verdict": {"score": verdict.score, "passed": verdict.passed, "criteria": criteria, "reason": verdict.reason}
+        if verdict else None,
         "error": record.error,
         "error_type": record.error_type,
         "outcome": outcome.kind,
@@ -129,17 +162,18 @@ def save_episode(
         "total_time_seconds": round(record.total_time_seconds, 6),
         "cost_usd": record.cost_usd,
     }
-    trajectory_path = trial_trajectory_path(folder, item, record.benchmark, record.task_id)
+    trajectory_path = folder.absolute(trajectory_file)
+    png_dir = folder.absolute(task_dir)
 
     def write_files() -> None:
         # The trajectory first: a screenshot that cannot be drawn must not cost the step record.
         try:
             folder.write_task_json(trajectory_path, trajectory)
         except FileNotFoundError:  # the first task of this benchmark: make tasks/<bench>/
-            trajectory_path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(trajectory_path), exist_ok=True)
             folder.write_task_json(trajectory_path, trajectory)
         if pngs:
-            task_dir.mkdir(parents=True, exist_ok=True)
+            os.makedirs(png_dir, exist_ok=True)
         failed: Exception | None = None
         for png, observation in pngs:
             try:
@@ -150,8 +184,9 @@ def save_episode(
             raise failed
 
     state.writer.submit(write_files)
-    payload["trajectory"] = folder.relative(trajectory_path)
+    payload["trajectory"] = trajectory_file
     payload["screenshots"] = shots
+    payload["criteria"] = list(criteria)  # its own list: a hook may change the record, not the trajectory
     return payload
 
 

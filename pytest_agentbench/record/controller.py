@@ -98,7 +98,9 @@ class RunController:
             if not payload:
                 return
         if report.when == "call" or report.failed or report.skipped or report.outcome == "rerun":
-            record = dict(payload)
+            # The report's own dict, not a copy: the record is held once (the item dropped it when
+            # the report took it; pytest-html's row hook still reads it from the report).
+            record = payload
             record["status"] = status_of(report)
             setup = self.setup_seconds.pop(report.nodeid, 0.0) if report.when == "call" else 0.0
             record["duration"] = round(setup + report.duration, 6)
@@ -167,6 +169,7 @@ class RunController:
         folder = self.state.run_folder
         if folder is None:
             return
+        folder.close()  # every item has reported: results.jsonl is complete
         self.file_errors.extend(self.state.writer.flush())
         if not self.records and self.state.manifest is not None and not self.state.manifest.suites:
             return  # only suite benchmarks ran: they report for themselves
@@ -234,6 +237,12 @@ class RunController:
                                 f"first: {self.file_errors[0]}")
         if self.write_error and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_unconfigure(self) -> None:
+        """The run ended without a session finish (an internal error, a usage error after the
+        first line): results.jsonl is closed all the same; what it holds is whole lines."""
+        if self.state.run_folder is not None:
+            self.state.run_folder.close()
 
     def _budget_summary(self) -> dict[str, Any] | None:
         budget = self.state.budget

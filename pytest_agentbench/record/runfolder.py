@@ -21,12 +21,15 @@ import hashlib
 import json
 import os
 import re
+import weakref
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
+@lru_cache(maxsize=4096)  # the trials of a task, and a benchmark's name for every task of it
 def task_slug(task_id: str) -> str:
     """A folder name for a task id. Ids that had to be changed get a hash suffix, so ``a.b`` and
     ``a_b`` (or any two ids that sanitise alike) never share a folder."""
@@ -46,6 +49,12 @@ class RunFolder:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        #: The folder as a string: per-item paths are joined as strings (pathlib costs more per
+        #: item than the rest of the record together).
+        self.root = str(self.path)
+        self._results_fd: int | None = None
+        self._results_size = 0
+        self._closer: weakref.finalize | None = None
 
     @classmethod
     def create(cls, results_dir: Path, run_name: str) -> RunFolder:
@@ -92,36 +101,68 @@ class RunFolder:
     def relative(self, path: Path) -> str:
         return path.relative_to(self.path).as_posix()
 
+    def task_files(self, benchmark: str, task_id: str, suffix: str = "") -> tuple[str, str]:
+        """``(screenshot folder, trajectory file)`` of a task, relative to the run folder, as the
+        records name them; ``suffix`` tells trials and rerun attempts apart (``trials.file_suffix``).
+        The same layout as :meth:`task_dir` and :meth:`trajectory_path`, without pathlib."""
+        stem = f"tasks/{task_slug(benchmark)}/{task_slug(task_id)}{suffix}"
+        return stem, stem + ".trajectory.json"
+
+    def absolute(self, relative: str) -> str:
+        return f"{self.root}/{relative}"
+
     def append_result(self, record: dict[str, Any]) -> None:
-        """Append one JSON line with a single write on an O_APPEND descriptor. A write the disk
-        cut short (ENOSPC, EDQUOT, EIO) is taken back, so the file keeps only whole lines, and
-        raises OSError. Only the controller appends, so the size before the write is the place
-        to cut back to."""
+        """Append one JSON line with a single write on an O_APPEND descriptor, opened at the first
+        line and kept open until :meth:`close` (an open per line costs more than the line). Each
+        line is one ``write(2)``, unbuffered, so a crash loses at most the line being written.
+
+        A write the disk cut short (ENOSPC, EDQUOT, EIO) is taken back, so the file keeps only
+        whole lines, and raises OSError. Only this process appends, so the size after the last
+        whole line is the place to cut back to."""
         line = (json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = self._results_fd
+        if fd is None:
+            fd = self._open_results()
         try:
-            before = os.fstat(fd).st_size
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes could be written "
+                                            f"(no space left on device?)")
+        except OSError:
             try:
-                written = os.write(fd, line)
-                if written != len(line):
-                    raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes could be written "
-                                                f"(no space left on device?)")
+                os.ftruncate(fd, self._results_size)
             except OSError:
-                try:
-                    os.ftruncate(fd, before)
-                except OSError:
-                    pass  # a reader tolerates a torn last line (read_results)
-                raise
-        finally:
-            os.close(fd)
+                pass  # a reader tolerates a torn last line (read_results)
+            raise
+        self._results_size += written
+
+    def _open_results(self) -> int:
+        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._results_fd = fd
+        self._results_size = os.fstat(fd).st_size
+        # Closed by close(); the finalizer covers a folder dropped without it (the Python API, tests).
+        self._closer = weakref.finalize(self, os.close, fd)
+        return fd
+
+    def close(self) -> None:
+        """Close results.jsonl (appending again reopens it). Safe to call more than once."""
+        closer, self._closer, self._results_fd = self._closer, None, None
+        if closer is not None:
+            closer()
 
     def read_results(self) -> list[dict[str, Any]]:
         return read_results(self.results_path)
 
-    def write_task_json(self, path: Path, data: Any) -> None:
+    def write_task_json(self, path: str | Path, data: Any) -> None:
         """Per-task files are written once, by one process, and read only after the run: compact
-        JSON in one write (the indented encoder and a rename per task cost more than the episode)."""
-        path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")), encoding="utf-8")
+        JSON in one write (the indented encoder and a rename per task cost more than the episode).
+        A value JSON has no form for (a task's config holding a path, say) is written as pydantic
+        would dump it, as the per-item dicts are built without ``model_dump``."""
+        from pydantic_core import to_jsonable_python
+
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=to_jsonable_python)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
 
     def write_json(self, path: Path, data: Any) -> None:
         """Write JSON through a temporary file and a rename, so readers never see half a file."""

@@ -64,6 +64,7 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
         }
         folder.append_result(row)
         records.append(row)
+    folder.close()  # (on an exception, the folder's finalizer closes it)
     attempts = [m.attempt_from_result(r) for r in records]
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     folder.write_json(folder.summary_path, {
