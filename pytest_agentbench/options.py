@@ -126,6 +126,9 @@ class Option:
     path_words: tuple[str, ...] = ()
     #: Acts only on benchmark items: given without ``--bench``, a warning says nothing uses it.
     bench_only: bool = False
+    #: False: the command line's text is checked at configure time (one ``ERROR: <flag> ...`` line,
+    #: and code reading the option before configure sees the text) rather than as argparse parses it.
+    typed: bool = True
 
     @property
     def ini(self) -> str:
@@ -329,19 +332,19 @@ OPTIONS: tuple[Option, ...] = (
            "(default: 9222).", _P, parse=checked("port", "--pool-cdp-port"), default=9222, metavar="PORT"),
     Option("--pool-ready-timeout", "pool_ready_timeout", "cloud pool: wait up to SECONDS per worker for SSH and WAA "
            "readiness (default: 1200).", _P, parse=_seconds("--pool-ready-timeout", positive=True),
-           metavar="SECONDS"),
+           typed=False, metavar="SECONDS"),
     Option("--pool-auto-shutdown-hours", "pool_auto_shutdown_hours", "cloud pool: VMs stop by themselves after "
            "HOURS even if this run dies (default: 4; 0 = never; at least 1/60, one minute; at most 720).", _P,
            parse=checked("number", "--pool-auto-shutdown-hours", low=1 / 60, high=720.0, zero=True,
-                         unit="hours (0 = never; the least is one minute)"), metavar="HOURS"),
+                         unit="hours (0 = never; the least is one minute)"), typed=False, metavar="HOURS"),
     Option("--pool-hourly-usd", "pool_hourly_usd", "cloud pool: price per VM-hour for the cost (default: the list "
            "price of the size created).", _P, parse=checked("number", "--pool-hourly-usd", low=0, high=10_000.0,
-                                                          unit="US dollars"), metavar="USD"),
+                                                          unit="US dollars"), typed=False, metavar="USD"),
     Option("--pool-poll-interval", "pool_poll_interval", "cloud pool: seconds between status polls of the cloud "
-           "(default: 5).", _P, parse=_seconds("--pool-poll-interval", high=600.0), metavar="SECONDS"),
+           "(default: 5).", _P, parse=_seconds("--pool-poll-interval", high=600.0), typed=False, metavar="SECONDS"),
     Option("--pool-minutes-per-task", "pool_minutes_per_task", "--pool-dry-run: VM minutes a task takes "
            "(default: 3).", _P, parse=_seconds("--pool-minutes-per-task", positive=True, high=1440.0,
-                                               unit="minutes"), metavar="MINUTES"),
+                                               unit="minutes"), typed=False, metavar="MINUTES"),
     Option("--pool-dry-run", "pool_dry_run", "print the VM cost estimate for the selected tasks and start nothing.",
            _P, kind="flag", default=False),
     Option("--pool-keep", "keep_pool", "cloud pool: leave the VMs running at the end (delete them later with "
@@ -361,14 +364,14 @@ OPTIONS: tuple[Option, ...] = (
            "/health).", _AG, parse=checked("url", "--bench-agent-url"), metavar="URL", old=("--agent-url",)),
     Option("--bench-agent-timeout", "agent_timeout", "api-claude / http: seconds per request before it counts as "
            "failed (default: 120 / 60).", _AG, parse=_seconds("--bench-agent-timeout", positive=True),
-           metavar="SECONDS", old=("--agent-timeout",)),
+           typed=False, metavar="SECONDS", old=("--agent-timeout",)),
     Option("--bench-replay-bundles", "replay_bundles", "replay: compiled workflows, DIR/<task id>/workflow.json.",
-           _AG, metavar="DIR", old=("--replay-bundles",), path=True),
+           _AG, metavar="DIR", old=("--replay-bundles",)),
     Option("--bench-max-cost-usd", "max_cost_usd", "stop calling models once the run has spent USD; later items "
-           "are skipped (budget spent).", _AG, parse=_money("--bench-max-cost-usd"), metavar="USD",
+           "are skipped (budget spent).", _AG, parse=_money("--bench-max-cost-usd"), typed=False, metavar="USD",
            old=("--max-cost-usd",), bench_only=True),
     Option("--bench-max-cost-usd-per-task", "max_cost_usd_per_task", "a task whose model calls reach USD ends as "
-           "an agent error.", _AG, parse=_money("--bench-max-cost-usd-per-task"), metavar="USD",
+           "an agent error.", _AG, parse=_money("--bench-max-cost-usd-per-task"), typed=False, metavar="USD",
            old=("--max-cost-usd-per-task",), bench_only=True),
     Option("--bench-dry-run", "dry_run", "estimate VM and model cost for the selected tasks; start nothing, call "
            "no model.", _AG, kind="flag", default=False, old=("--dry-run",), bench_only=True),
@@ -402,9 +405,9 @@ OPTIONS: tuple[Option, ...] = (
            parse=_lazy(".trajectory.collect", "parse_min"), metavar="SCORE"),
     # -- trials, comparison, resuming ------------------------------------------------------------------------------
     Option("--bench-trials", "trials", "play every task K times, as K items <task id>::trial-<n> (default 1).", _TR,
-           parse=_whole("--bench-trials"), metavar="K", old=("--trials",), bench_only=True),
+           parse=_whole("--bench-trials"), typed=False, metavar="K", old=("--trials",), bench_only=True),
     Option("--bench-trial-seed", "trial_seed", "base of the per-trial seeds the agent is given (default 0): same N, "
-           "same seeds.", _TR, parse=_whole("--bench-trial-seed", 0), metavar="N", old=("--trial-seed",),
+           "same seeds.", _TR, parse=_whole("--bench-trial-seed", 0), typed=False, metavar="N", old=("--trial-seed",),
            bench_only=True),
     Option("--bench-compare", "compare", "compare this run with an earlier one (a run folder or its results.jsonl), "
            "task by task.", _TR, metavar="RUN", old=("--compare",), bench_only=True),
@@ -436,7 +439,7 @@ def _argparse_kwargs(opt: Option) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"dest": opt.dest, "default": None}
     if opt.kind == "list":
         kwargs["action"] = "append"
-    if opt.parse is not None:
+    if opt.parse is not None and opt.typed:
         kwargs["type"] = _argparse_type(opt.parse)
     if opt.choices is not None:
         kwargs["choices"] = opt.choices
@@ -538,6 +541,11 @@ def setting(config: pytest.Config, dest: str) -> Any:
     opt = BY_DEST[dest]
     value = config.getoption(dest, None)
     if _given(value):
+        if not opt.typed and isinstance(value, str):
+            try:
+                return opt.check(value)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
         if opt.path and isinstance(value, str):
             return _resolve(config, opt, value, Path(config.invocation_params.dir))
         return value
