@@ -534,10 +534,14 @@ def _from_ini(config: pytest.Config, opt: Option) -> Any:
     return _resolve(config, opt, value, _ini_base(config)) if opt.path else value
 
 
-def setting(config: pytest.Config, dest: str) -> Any:
+def setting(config: pytest.Config, dest: str, *, strict: bool = False) -> Any:
     """The validated value of the option ``dest``: the command line, else its ini key, else the
     default. Relative paths come back absolute (from the invocation folder on the command line,
-    from the ini file's folder in the ini file). A bad ini value is a usage error naming the key."""
+    from the ini file's folder in the ini file). A bad ini value is a usage error naming the key.
+
+    Every value was checked at configure time (``strict``); before that (a config that was only
+    parsed), a bad command-line text of an untyped option comes back as it is, for the caller's
+    own check."""
     opt = BY_DEST[dest]
     value = config.getoption(dest, None)
     if _given(value):
@@ -545,6 +549,8 @@ def setting(config: pytest.Config, dest: str) -> Any:
             try:
                 return opt.check(value)
             except ValueError as exc:
+                if not strict:
+                    return value
                 raise pytest.UsageError(str(exc)) from None
         if opt.path and isinstance(value, str):
             return _resolve(config, opt, value, Path(config.invocation_params.dir))
@@ -557,7 +563,7 @@ def check_settings(config: pytest.Config) -> None:
     """Every setting read now, so a bad ini value is one usage line before anything starts (the
     command line's values were checked as they were parsed)."""
     for opt in OPTIONS:
-        setting(config, opt.dest)
+        setting(config, opt.dest, strict=True)
 
 
 def apply_settings(config: pytest.Config) -> None:

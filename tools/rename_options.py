@@ -21,6 +21,11 @@ Rules, so that only this plugin's options are touched:
   table) and the files that name the old spellings on purpose (the option table, its test, this
   script) are left alone.
 
+The ``sandbox`` fixture exists under that name only in benchmark runs now (``agentbench_sandbox``
+everywhere), so a test function in ``tests/`` or ``docs/`` that takes a ``sandbox`` parameter gets
+``agentbench_sandbox`` instead, in its ``def`` line and its body. The short names of the other
+fixtures (``agent``, ``episode``...) are left alone: they are used in benchmark runs, where they exist.
+
 Running it twice changes nothing the second time: no new spelling contains an old one as a word.
 """
 
@@ -105,6 +110,27 @@ def rewrite(text: str, table: dict[str, str], theirs: set[str]) -> str:
     return "".join(out)
 
 
+_SANDBOX_TEST = re.compile(r"^(\s*)def test\w*\((?:[^)]*[,\s])?sandbox\b[^)]*\)")
+_SANDBOX = re.compile(r"(?<![\w.])sandbox(?!\w)")
+#: Where the ``sandbox`` fixture parameter is renamed.
+FIXTURE_TARGETS = ("tests", "docs", "README.md")
+
+
+def rename_sandbox_fixture(text: str) -> str:
+    """``def test_x(sandbox):`` and its body -> ``agentbench_sandbox`` (see the module docstring)."""
+    out: list[str] = []
+    indent: int | None = None
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if indent is not None and stripped and (len(line) - len(line.lstrip()) <= indent or stripped.startswith("`")):
+            indent = None
+        match = _SANDBOX_TEST.match(line)
+        if match:
+            indent = len(match.group(1))
+        out.append(_SANDBOX.sub("agentbench_sandbox", line) if indent is not None else line)
+    return "".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="list what would change, write nothing")
@@ -119,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        new = rewrite(text, table, theirs.get(path.relative_to(ROOT).parts[0], set()))
+        top = path.relative_to(ROOT).parts[0]
+        new = rewrite(text, table, theirs.get(top, set()))
+        if top in FIXTURE_TARGETS:
+            new = rename_sandbox_fixture(new)
         if new != text:
             changed.append(path.relative_to(ROOT).as_posix())
             if not args.check:
