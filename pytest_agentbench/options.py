@@ -1,129 +1,658 @@
-"""Command-line options and ini keys, and their validation into one frozen settings object.
+"""Every command-line option and ini key of the plugin, declared once in ``OPTIONS``.
 
-Each option has an ini key of the same meaning (``agentbench_<name>``); the command line wins.
-Bad values are usage errors naming the value and the fix.
+Each :class:`Option` names its flag, the old spellings still accepted, its ``dest``, its ini key
+(``agentbench_<dest>``), how its text is parsed and checked, its default, its help, its group and
+whether it is a path. From that one table come ``parser.addoption`` / ``parser.addini``, the
+configure-time check of every value (command line and ini alike, so a bad value is one usage line
+before anything starts), the warning for an old spelling, and :func:`setting`, which every reader
+uses: the validated value, the command line winning over the ini key, relative paths resolved
+(from the invocation folder on the command line, from the ini file's folder in the ini file).
+
+pytest loads this module in every run of every project that has the plugin installed, so it
+imports only the standard library and pytest; the checks in ``values`` load when a value is given.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+import os
+import shlex
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 SCREENSHOT_MODES = ("off", "only-on-failure", "on")
-#: The most tasks one run takes (``--tasks``): every task is held in memory, in the manifest and
-#: in the summary, and no GUI benchmark has more.
+#: The most tasks one run takes (``--bench-limit``): every task is held in memory, in the manifest
+#: and in the summary, and no GUI benchmark has more.
 MAX_TASKS = 100_000
 #: The most VMs one cloud pool creates (``--pool-workers``).
 MAX_POOL_WORKERS = 256
 #: The longest wait any timeout option accepts: one day.
 MAX_WAIT_SECONDS = 86_400.0
+OPENCOMPUTER_DEFAULT_TIMEOUT = 30.0
+OPENCOMPUTER_VERIFIER_ERRORS = ("fail", "error")
+OPENCOMPUTER_HARNESS = ("auto", "opencomputer", "builtin")
+SANDBOX_ISOLATION_MODES = ("auto", "bwrap", "none")
+
+#: Option groups: key -> title shown by ``pytest --help``.
+GROUPS = {
+    "agentbench": "agent benchmarks (pytest-agentbench)",
+    "agentbench-audit": "verifier audit (pytest-agentbench)",
+    "agentbench-mockmed": "MockMed UI-change benchmark (pytest-agentbench)",
+    "agentbench-waa": "Windows Agent Arena (pytest-agentbench)",
+    "agentbench-pool": "machine pools for live benchmarks (pytest-agentbench)",
+    "agentbench-agents": "agents, budgets and cost (pytest-agentbench)",
+    "agentbench-opencomputer": "OpenComputer tasks (pytest-agentbench)",
+    "agentbench-trajectory": "trajectory checks (pytest-agentbench)",
+    "agentbench-trials": "repeated trials, statistics and run comparison (pytest-agentbench)",
+}
 
 
-def _whole_number(flag: str, minimum: int, note: str = "", maximum: int | None = None):  # type: ignore[no-untyped-def]
-    """An argparse type for a whole number >= ``minimum`` (and <= ``maximum``), with errors naming
-    the flag and value."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a whole number >= {minimum}{note}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{flag} must be >= {minimum}{note}, got {value}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"{flag} must be at most {maximum}{note}, got {value}")
-        return value
-
-    return parse
+class AgentbenchDeprecationWarning(DeprecationWarning):
+    """An old option spelling was used; the message names the new one. Old spellings are accepted
+    for one release."""
 
 
-def _positive_int(flag: str, maximum: int | None = None):  # type: ignore[no-untyped-def]
-    return _whole_number(flag, 1, maximum=maximum)
+# -- parsers: text -> value, raising ValueError with one line naming the option -----------------
+Parse = Callable[[str], Any]
 
 
-def checked(check: str, flag: str, **limits):  # type: ignore[no-untyped-def]
-    """An argparse type from the ``values`` check named ``check`` (``"url"``, ``"port"``...): the
-    check's one-line message becomes the usage error. ``values`` is imported on first use, so a
-    plain pytest run that gives none of these options never loads it."""
-    def parse(text: str):  # type: ignore[no-untyped-def]
+def checked(check: str, flag: str, **limits: Any) -> Parse:
+    """The ``values`` check named ``check`` (``"url"``, ``"port"``...) for ``flag``. ``values`` is
+    imported on first use, so a plain pytest run that gives none of these options never loads it."""
+    def parse(text: str) -> Any:
         from . import values
 
-        try:
-            return getattr(values, check)(flag, text, **limits)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+        return getattr(values, check)(flag, text, **limits)
 
     return parse
 
 
-def _rate(text: str) -> float:
-    raw = text.strip()
+def _whole(flag: str, low: int = 1, high: int | None = None, note: str = "") -> Parse:
+    return checked("whole", flag, low=low, high=high, note=note)
+
+
+def _seconds(flag: str, *, positive: bool = False, high: float = MAX_WAIT_SECONDS, unit: str = "seconds") -> Parse:
+    return checked("number", flag, low=0, low_open=positive, high=high, unit=unit)
+
+
+def _lazy(module: str, name: str) -> Parse:
+    """A parser that lives in another module of the package, imported when a value is given."""
+    def parse(text: str) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module, __package__), name)(text)
+
+    return parse
+
+
+def _argparse_type(parse: Parse) -> Parse:
+    """``parse`` as an argparse type: its one-line message becomes the usage error."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+# -- the table --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag (``flag``, plus the accepted old spellings ``old``), where the value
+    goes (``dest``), its ini key, how text becomes a value, its default and its help."""
+
+    flag: str
+    dest: str
+    help: str
+    group: str = "agentbench"
+    parse: Parse | None = None  # text -> checked value; None: the text itself
+    choices: tuple[str, ...] | None = None
+    kind: str = "value"  # "value", "list" (repeatable) or "flag" (on/off)
+    default: Any = None
+    metavar: str | None = None
+    ini_key: str | None = None  # default agentbench_<dest>
+    ini_type: str | None = None  # default: "args" for lists, "bool" for flags, else a string
+    old: tuple[str, ...] = ()
+    #: A path: relative ones are resolved, from the invocation folder (command line) or the ini
+    #: file's folder (ini key). Words in ``path_words`` (``auto``...) are left as they are.
+    path: bool = False
+    path_words: tuple[str, ...] = ()
+    #: Acts only on benchmark items: given without ``--bench``, a warning says nothing uses it.
+    bench_only: bool = False
+    #: False: the command line's text is checked at configure time (one ``ERROR: <flag> ...`` line,
+    #: and code reading the option before configure sees the text) rather than as argparse parses it.
+    typed: bool = True
+
+    @property
+    def ini(self) -> str:
+        return self.ini_key or f"agentbench_{self.dest}"
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return (self.flag, *self.old)
+
+    def check(self, text: str) -> Any:
+        """The value of ``text`` (from an ini key); ValueError naming the option when bad."""
+        if self.choices is not None and text not in self.choices:
+            raise ValueError(f"{self.flag} must be one of {', '.join(self.choices)}, got {text!r}")
+        if self.parse is None:
+            return text
+        try:
+            return self.parse(text)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(str(exc)) from None
+
+
+def parse_number(flag: str, text: object, *, positive: bool = False, unit: str = "seconds") -> float:
+    """A finite number (>= 0, or > 0 with ``positive``); the ValueError names the flag and the unit."""
     try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        value = float(str(text).strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--min-success must be a rate such as 0.8 or 80%, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"--min-success must be between 0 and 1 (or 0% and 100%), got {text!r}")
+        raise ValueError(f"{flag} must be a number of {unit}, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{flag} must be a finite number of {unit} {bound}, got {text!r}")
     return value
 
 
-def addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agentbench", "agent benchmarks (pytest-agentbench)")
-    group.addoption("--bench", action="append", default=None, metavar="NAME",
-                    help="run the tasks of benchmark NAME as test items (repeatable).")
-    group.addoption("--tasks", type=_positive_int("--tasks", MAX_TASKS), default=None, metavar="N",
-                    help="run at most N tasks per benchmark (mock: make N tasks).")
-    group.addoption("--bench-task", action="append", default=None, metavar="ID",
-                    help="run only the task with this exact id (repeatable); unknown ids are errors.")
-    group.addoption("--agent", default=None, metavar="NAME", help="agent to run (default: mock).")
-    group.addoption("--agent-script", default=None, metavar="FILE",
-                    help="JSON file of actions per task id for --agent scripted.")
-    group.addoption("--max-steps", type=_positive_int("--max-steps"), default=None, metavar="N",
-                    help="step limit per task; beats the task's own limit.")
-    group.addoption("--bench-task-timeout", dest="task_timeout", default=None, metavar="SECONDS",
-                    help="deadline of each episode; past it the task fails (default: pytest-timeout's timeout).")
-    group.addoption("--run-name", type=checked("run_name", "--run-name"), default=None, metavar="NAME",
-                    help="name of the run folder (made unique if it exists).")
-    group.addoption("--results-dir", default=None, metavar="DIR",
-                    help="where run folders go (default: benchmark_results).")
-    group.addoption("--screenshots", default=None, choices=SCREENSHOT_MODES,
-                    help="which screenshots to save: off, only-on-failure (default) or on.")
-    group.addoption("--baseline", default=None, metavar="PATH",
-                    help="results.jsonl (or run folder) of an earlier run: its non-passing tasks become xfail.")
-    group.addoption("--min-success", type=_rate, default=None, metavar="RATE",
-                    help="fail the run when the success rate (outcomes only) is below RATE.")
-    group.addoption("--inspect-log", default=None, metavar="PATH",
-                    help="also write the run as an Inspect AI eval log: PATH.json, or a directory "
-                         "(the log gets the timestamped name inspect view lists).")
+def _finite(flag: str, *, positive: bool = False, unit: str = "seconds") -> Parse:
+    def parse(text: str) -> float:
+        return parse_number(flag, text, positive=positive, unit=unit)
 
-    parser.addini("agentbench_benchmarks", "benchmarks to run (as --bench)", type="args", default=[])
-    parser.addini("agentbench_tasks", "tasks per benchmark (as --tasks)", default="")
-    parser.addini("agentbench_bench_tasks", "exact task ids (as --bench-task)", type="args", default=[])
-    parser.addini("agentbench_agent", "agent name (as --agent)", default="")
-    parser.addini("agentbench_agent_script", "scripted agent file (as --agent-script)", default="")
-    parser.addini("agentbench_max_steps", "step limit (as --max-steps)", default="")
-    parser.addini("agentbench_task_timeout", "episode deadline in seconds (as --bench-task-timeout)", default="")
-    parser.addini("agentbench_run_name", "run folder name (as --run-name)", default="")
-    parser.addini("agentbench_results_dir", "results folder (as --results-dir)", default="")
-    parser.addini("agentbench_screenshots", "screenshot mode (as --screenshots)", default="")
-    parser.addini("agentbench_baseline", "baseline results (as --baseline)", default="")
-    parser.addini("agentbench_min_success", "minimum success rate (as --min-success)", default="")
-    parser.addini("agentbench_inspect_log", "Inspect AI eval log file or folder (as --inspect-log)", default="")
+    return parse
+
+
+def _money(flag: str) -> Parse:
+    return checked("money", flag)
+
+
+_B, _AU, _MM, _W, _P, _AG, _OC, _TR = ("agentbench", "agentbench-audit", "agentbench-mockmed", "agentbench-waa",
+                                       "agentbench-pool", "agentbench-agents", "agentbench-opencomputer",
+                                       "agentbench-trials")
+
+#: ``--waa-<name>`` -> what it is. Each is a field of ``benches.waa.settings.WAASettings`` (with ``-``
+#: as ``_``), whose default is upstream's value; ``*-timeout`` values must be > 0.
+WAA_SECONDS = {
+    "settle": "seconds to wait after closing all windows and after setup (upstream: 5)",
+    "step-pause": "seconds to wait after each action before observing (upstream: 3)",
+    "open-wait": "seconds to wait after a setup step opened a file (upstream: 2)",
+    "command-timeout": "seconds a setup or action command may take (upstream's server: 120)",
+    "tree-timeout": "seconds the accessibility tree may take (upstream: 300)",
+    "evaluate-timeout": "seconds one scoring may take (default: 600)",
+}
+
+#: ``--sandbox-<name>``: (default, least, most, unit, what it limits). Each is a field of
+#: ``infra.sandbox.Limits`` with ``-`` as ``_``; 0 means no limit.
+SANDBOX_LIMITS = {
+    "memory-mb": (2048, 64, 1 << 20, "MB", "address space of each sandboxed process (RLIMIT_AS)"),
+    "max-procs": (256, 8, 1 << 16, "processes", "processes and threads of the sandbox's user at once (RLIMIT_NPROC)"),
+    "output-mb": (16, 1, 1 << 16, "MB", ("stdout plus stderr read back from one sandboxed command; past it the "
+                                         "command is killed and reported as output over the limit")),
+}
+
+OPTIONS: tuple[Option, ...] = (
+    # -- the run -----------------------------------------------------------------------------------
+    Option("--bench", "bench", "run the tasks of benchmark NAME as test items (repeatable).", kind="list",
+           metavar="NAME", ini_key="agentbench_benchmarks"),
+    Option("--bench-limit", "tasks", "run at most N tasks per benchmark (mock: make N tasks).",
+           parse=_whole("--bench-limit", 1, MAX_TASKS), metavar="N", old=("--tasks",), bench_only=True),
+    Option("--bench-task", "bench_task", "run only the task with this exact id (repeatable); unknown ids are errors.",
+           kind="list", metavar="ID", ini_key="agentbench_bench_tasks", bench_only=True),
+    Option("--bench-agent", "agent", "agent to run (default: mock).", metavar="NAME", old=("--agent",),
+           bench_only=True),
+    Option("--bench-agent-script", "agent_script", "JSON file of actions per task id for --bench-agent scripted.",
+           metavar="FILE", old=("--agent-script",)),
+    Option("--bench-max-steps", "max_steps", "step limit per task; beats the task's own limit.",
+           parse=_whole("--bench-max-steps"), metavar="N", old=("--max-steps",), bench_only=True),
+    Option("--bench-task-timeout", "task_timeout",
+           "deadline of each episode; past it the task fails (default: pytest-timeout's timeout).",
+           parse=_seconds("--bench-task-timeout", positive=True), metavar="SECONDS", ini_key="agentbench_task_timeout",
+           bench_only=True),
+    Option("--bench-run-name", "run_name", "name of the run folder (made unique if it exists).",
+           parse=checked("run_name", "--bench-run-name"), metavar="NAME", old=("--run-name",), bench_only=True),
+    Option("--bench-results-dir", "results_dir", "where run folders go (default: benchmark_results).",
+           metavar="DIR", old=("--results-dir",)),
+    Option("--bench-screenshots", "screenshots", "which screenshots to save: off, only-on-failure (default) or on.",
+           choices=SCREENSHOT_MODES, old=("--screenshots",), bench_only=True),
+    Option("--bench-baseline", "baseline",
+           "results.jsonl (or run folder) of an earlier run: its non-passing tasks become xfail.",
+           metavar="PATH", old=("--baseline",), bench_only=True),
+    Option("--bench-min-success", "min_success", "fail the run when the success rate (outcomes only) is below RATE.",
+           parse=checked("rate", "--bench-min-success"), metavar="RATE", old=("--min-success",), bench_only=True),
+    Option("--bench-inspect-log", "inspect_log",
+           "also write the run as an Inspect AI eval log: PATH.json, or a directory (the log gets the timestamped "
+           "name inspect view lists).", metavar="PATH", old=("--inspect-log",)),
+    Option("--bench-reward", "agentbench_reward",
+           "extradup: also score this reward, reward(evidence) -> bool | float | None, importable from the "
+           "rootdir (repeatable).", kind="list", metavar="MODULE:CALLABLE", ini_key="agentbench_reward",
+           old=("--reward",)),
+    Option("--sandbox-isolation", "sandbox_isolation",
+           "sandboxes: auto (bubblewrap when it works, else a plain folder with a warning; default), bwrap "
+           "(required) or none (a plain folder, no warning).", choices=SANDBOX_ISOLATION_MODES),
+    *(Option(f"--sandbox-{name}", f"sandbox_{name.replace('-', '_')}",
+             f"sandboxes: {what} (default: {default}; 0: no limit).",
+             parse=checked("limit", f"--sandbox-{name}", low=low, high=high, unit=unit), metavar=unit.upper())
+      for name, (default, low, high, unit, what) in SANDBOX_LIMITS.items()),
+    # -- the verifier audit ----------------------------------------------------------------------------
+    Option("--audit-verifier", "audit_verifier",
+           "audit this benchmark's checker: toy, appworld, a registered name, or module:Attr.", _AU, metavar="NAME"),
+    Option("--audit-operators", "operators", "comma-separated operators (default: all six).", _AU, kind="list",
+           metavar="LIST", ini_type="string", old=("--operators",)),
+    Option("--audit-tasks", "audit_tasks", "comma-separated task ids to audit (repeatable); unknown ids are errors.",
+           _AU, kind="list", metavar="IDS", ini_type="string"),
+    Option("--audit-split", "audit_split", "the benchmark split to take tasks from (adapter default when unset).",
+           _AU, metavar="NAME", old=("--split",)),
+    Option("--audit-limit", "audit_limit", "audit the first N tasks of the split (default 20; 0 = all).", _AU,
+           parse=_whole("--audit-limit", 0, note=" (0 = all)"), metavar="N", old=("--limit",)),
+    Option("--audit-ignore-fields", "ignore_fields",
+           "fields with no task meaning, 'field' or 'table.field', comma-separated.", _AU, kind="list",
+           metavar="LIST", ini_type="string", old=("--ignore-fields",)),
+    Option("--audit-out", "audit_out", "write every run's result as JSON (counts and field names, never values).",
+           _AU, metavar="PATH"),
+    Option("--appworld-python", "appworld_python",
+           "the interpreter of the AppWorld environment (or $APPWORLD_PYTHON).", _AU, metavar="PY"),
+    Option("--appworld-root", "appworld_root", "the AppWorld data root holding data/tasks (or $APPWORLD_ROOT).",
+           _AU, metavar="DIR"),
+    # -- MockMed -------------------------------------------------------------------------------------------
+    Option("--mockmed-condition", "mockmed_condition", "conditions to run: clean, theme, rename (default: all).",
+           _MM, kind="list", metavar="LIST", ini_type="string"),
+    Option("--mockmed-arm", "mockmed_arm", "arms to run: compiled, by-position, by-name (default: all).", _MM,
+           kind="list", metavar="LIST", ini_type="string"),
+    Option("--mockmed-runs", "mockmed_runs", "runs per condition and arm (default: 3).", _MM,
+           parse=_whole("--mockmed-runs", 1, 1000), metavar="N"),
+    Option("--mockmed-driver", "mockmed_driver",
+           "headless (HTML to tree and pillow screenshot, default) or browser (Chromium via Playwright).", _MM,
+           choices=("headless", "browser")),
+    Option("--mockmed-workflow", "mockmed_workflow",
+           "the compiled workflow for the compiled-replay arm; recorded on clean and written there when the file "
+           "does not exist.", _MM, metavar="PATH"),
+    # -- Windows Agent Arena -----------------------------------------------------------------------------
+    Option("--waa-examples", "waa_examples", "WAA's evaluation_examples_windows folder (or its examples/ folder): "
+           "tasks are examples/<domain>/<id>.json.", _W, metavar="PATH", path=True),
+    Option("--waa-index", "waa_index", "which tasks: all (test_all.json, default), small (test_small.json) or an "
+           "index file {domain: [id, ...]}.", _W, metavar="all|small|PATH", path=True, path_words=("all", "small")),
+    Option("--waa-server", "waa_server", "the WAA server (default: http://localhost:5001).", _W,
+           parse=checked("url", "--waa-server"), metavar="URL"),
+    Option("--waa-upstream", "waa_upstream", "the WindowsAgentArena checkout (or its src/win-arena-container/client "
+           "folder) whose evaluator code scores the tasks (default: found from --waa-examples).", _W, metavar="DIR",
+           path=True),
+    Option("--waa-python", "waa_python", "the Python that runs upstream's evaluator code (default: this one; it "
+           "needs pytest-agentbench[waa] or upstream's client requirements).", _W, metavar="PY"),
+    Option("--waa-evaluate-url", "waa_evaluate_url", "score with your own evaluate server instead of upstream's "
+           "code (the reference tool's scoring; see the user guide for how it differs).", _W,
+           parse=checked("url", "--waa-evaluate-url"), metavar="URL"),
+    Option("--waa-cdp-url", "waa_cdp_url", "Chrome's DevTools endpoint for chrome tab steps (default: port 9222 "
+           "on the --waa-server host).", _W, parse=checked("url", "--waa-cdp-url"), metavar="URL"),
+    Option("--waa-ready-timeout", "waa_ready_timeout",
+           "wait up to SECONDS for the WAA server before the first task (default: probe once).", _W,
+           parse=_seconds("--waa-ready-timeout"), metavar="SECONDS"),
+    *(Option(f"--waa-{name}", f"waa_{name.replace('-', '_')}", f"{text}.", _W,
+             parse=_finite(f"--waa-{name}", positive=name.endswith("timeout")), metavar="SECONDS")
+      for name, text in WAA_SECONDS.items()),
+    Option("--waa-download-allow", "waa_download_allow", "hosts a task's download step may fetch although they "
+           "resolve to a private, loopback or link-local address (comma-separated or repeated).", _W, kind="list",
+           metavar="HOSTS", ini_type="string"),
+    Option("--waa-download-max-mb", "waa_download_max_mb", "largest file a download step may fetch (default: 512).",
+           _W, parse=_finite("--waa-download-max-mb", positive=True, unit="megabytes"),
+           metavar="MB"),
+    # -- machine pools ---------------------------------------------------------------------------------------
+    Option("--pool", "pool", "lease one WAA host per process (per xdist worker): static = existing --pool-hosts; "
+           "aws / azure = create one VM per worker for this run and delete them at the end.", _P,
+           choices=("static", "aws", "azure"), bench_only=True),
+    Option("--pool-hosts", "pool_hosts", "static pool: WAA server URLs, comma-separated or repeated; "
+           "URL|EVALUATE_URL to give a separate evaluate server.", _P, kind="list", metavar="URLS"),
+    Option("--pool-workers", "pool_workers", "cloud pool: VMs to create (default: one per xdist worker, else one).",
+           _P, parse=_whole("--pool-workers", 1, MAX_POOL_WORKERS), metavar="N"),
+    Option("--pool-region", "pool_region", "cloud pool: region (default: aws us-east-1, azure eastus).", _P,
+           metavar="REGION"),
+    Option("--pool-size", "pool_size", "cloud pool: instance type / VM size (default: aws m8i.2xlarge, azure "
+           "Standard_D8ds_v5).", _P, metavar="SIZE"),
+    Option("--pool-image", "pool_image", "cloud pool: the prepared WAA image (an AMI id; an Azure image id or "
+           "publisher:offer:sku:version).", _P, metavar="IMAGE"),
+    Option("--pool-ssh-user", "pool_ssh_user", "cloud pool: the VM login (default: aws ubuntu, azure azureuser).",
+           _P, metavar="USER"),
+    Option("--pool-ssh-key", "pool_ssh_key", "cloud pool: a private key whose FILE.pub is installed on the VMs, or "
+           "a .pub file whose private key is in your SSH agent (default: a fresh key per run).", _P, metavar="FILE"),
+    Option("--pool-ssh-cidr", "pool_ssh_cidr", "cloud pool: who may reach port 22 of the VMs, e.g. 203.0.113.7/32 "
+           "(default: this machine's public address, asked of an address echo service; required when that fails).",
+           _P, parse=checked("cidr", "--pool-ssh-cidr"), metavar="CIDR"),
+    Option("--pool-connect", "pool_connect", "cloud pool: ssh = tunnel to the VM's WAA ports (default); direct = "
+           "talk to the VM's address.", _P, choices=("ssh", "direct")),
+    Option("--pool-address", "pool_address", "cloud pool: which VM address to connect to (default: public).", _P,
+           choices=("public", "private")),
+    Option("--pool-waa-port", "pool_waa_port", "the WAA server's port on the VM (default: 5000).", _P,
+           parse=checked("port", "--pool-waa-port"), default=5000, metavar="PORT"),
+    Option("--pool-evaluate-port", "pool_evaluate_port", "the evaluate server's port on the VM, used with "
+           "--waa-evaluate-url (default: 5051).", _P, parse=checked("port", "--pool-evaluate-port"), default=5051,
+           metavar="PORT"),
+    Option("--pool-cdp-port", "pool_cdp_port", "Chrome's DevTools port on the VM, forwarded for chrome tab steps "
+           "(default: 9222).", _P, parse=checked("port", "--pool-cdp-port"), default=9222, metavar="PORT"),
+    Option("--pool-ready-timeout", "pool_ready_timeout", "cloud pool: wait up to SECONDS per worker for SSH and WAA "
+           "readiness (default: 1200).", _P, parse=_seconds("--pool-ready-timeout", positive=True),
+           typed=False, metavar="SECONDS"),
+    Option("--pool-auto-shutdown-hours", "pool_auto_shutdown_hours", "cloud pool: VMs stop by themselves after "
+           "HOURS even if this run dies (default: 4; 0 = never; at least 1/60, one minute; at most 720).", _P,
+           parse=checked("number", "--pool-auto-shutdown-hours", low=1 / 60, high=720.0, zero=True,
+                         unit="hours (0 = never; the least is one minute)"), typed=False, metavar="HOURS"),
+    Option("--pool-hourly-usd", "pool_hourly_usd", "cloud pool: price per VM-hour for the cost (default: the list "
+           "price of the size created).", _P, parse=checked("number", "--pool-hourly-usd", low=0, high=10_000.0,
+                                                          unit="US dollars"), typed=False, metavar="USD"),
+    Option("--pool-poll-interval", "pool_poll_interval", "cloud pool: seconds between status polls of the cloud "
+           "(default: 5).", _P, parse=_seconds("--pool-poll-interval", high=600.0), typed=False, metavar="SECONDS"),
+    Option("--pool-minutes-per-task", "pool_minutes_per_task", "--pool-dry-run: VM minutes a task takes "
+           "(default: 3).", _P, parse=_seconds("--pool-minutes-per-task", positive=True, high=1440.0,
+                                               unit="minutes"), typed=False, metavar="MINUTES"),
+    Option("--pool-dry-run", "pool_dry_run", "print the VM cost estimate for the selected tasks and start nothing.",
+           _P, kind="flag", default=False),
+    Option("--pool-keep", "keep_pool", "cloud pool: leave the VMs running at the end (delete them later with "
+           "--agentbench-reap).", _P, kind="flag", default=False, old=("--keep-pool",)),
+    Option("--agentbench-reap", "agentbench_reap", "delete every VM and resource that pytest-agentbench runs left "
+           "in --pool aws|azure, then exit.", _P, kind="flag", default=False, ini_key="agentbench_reap"),
+    Option("--agentbench-reap-run", "reap_run", "--agentbench-reap: only this run's resources.", _P,
+           metavar="RUN_ID", old=("--reap-run",)),
+    Option("--pool-azure-subscription", "azure_subscription", "azure pool: the subscription (default: "
+           "AZURE_SUBSCRIPTION_ID).", _P, metavar="ID", old=("--azure-subscription",)),
+    Option("--pool-aws-subnet", "aws_subnet", "aws pool: launch in this subnet (default: the default VPC).", _P,
+           parse=checked("aws_subnet", "--pool-aws-subnet"), metavar="SUBNET_ID", old=("--aws-subnet",)),
+    # -- agents, budgets and cost -----------------------------------------------------------------------------
+    Option("--bench-agent-model", "agent_model", "api-claude: the Claude model (default: claude-sonnet-4-6).", _AG,
+           metavar="MODEL", old=("--agent-model",)),
+    Option("--bench-agent-url", "agent_url", "http: the agent server's base URL (POST /act, POST /reset, GET "
+           "/health).", _AG, parse=checked("url", "--bench-agent-url"), metavar="URL", old=("--agent-url",)),
+    Option("--bench-agent-timeout", "agent_timeout", "api-claude / http: seconds per request before it counts as "
+           "failed (default: 120 / 60).", _AG, parse=_seconds("--bench-agent-timeout", positive=True),
+           typed=False, metavar="SECONDS", old=("--agent-timeout",)),
+    Option("--bench-replay-bundles", "replay_bundles", "replay: compiled workflows, DIR/<task id>/workflow.json.",
+           _AG, metavar="DIR", old=("--replay-bundles",)),
+    Option("--bench-max-cost-usd", "max_cost_usd", "stop calling models once the run has spent USD; later items "
+           "are skipped (budget spent).", _AG, parse=_money("--bench-max-cost-usd"), typed=False, metavar="USD",
+           old=("--max-cost-usd",), bench_only=True),
+    Option("--bench-max-cost-usd-per-task", "max_cost_usd_per_task", "a task whose model calls reach USD ends as "
+           "an agent error.", _AG, parse=_money("--bench-max-cost-usd-per-task"), typed=False, metavar="USD",
+           old=("--max-cost-usd-per-task",), bench_only=True),
+    Option("--bench-dry-run", "dry_run", "estimate VM and model cost for the selected tasks; start nothing, call "
+           "no model.", _AG, kind="flag", default=False, old=("--dry-run",), bench_only=True),
+    # -- OpenComputer ----------------------------------------------------------------------------------------------
+    Option("--opencomputer-tasks", "opencomputer_tasks", "OpenComputer tasks: DIR/<id>/task.json with seed files in "
+           "DIR/<id>/env/ (OpenComputer's task_generator/tasks, or a checkout holding it).", _OC, metavar="DIR",
+           path=True),
+    Option("--opencomputer-verifiers", "opencomputer_verifiers", "the verifier scripts, DIR/<app>/<app>.py "
+           "(OpenComputer's verifiers/) or DIR/<app>.py.", _OC, metavar="DIR", path=True),
+    Option("--opencomputer-end-state", "opencomputer_end_state", "grade the end states DIR/<id>/ (paths relative to "
+           "/home/user) instead of playing an agent; tasks without one are skipped.", _OC, metavar="DIR",
+           path=True),
+    Option("--opencomputer-timeout", "opencomputer_timeout", "seconds per checker command before it is killed "
+           f"(default: {OPENCOMPUTER_DEFAULT_TIMEOUT:g}).", _OC,
+           parse=_finite("--opencomputer-timeout", positive=True), metavar="SECONDS"),
+    Option("--opencomputer-judge", "opencomputer_judge", "judge of the LLM-judged checks, judge(check, output) -> "
+           "bool | None; without it they are not evaluated.", _OC, metavar="MODULE:CALLABLE"),
+    Option("--opencomputer-verifier-errors", "opencomputer_verifier_errors", "a verifier that answers an error "
+           "({\"error\": ...}, a crash, a timeout) fails that check, as OpenComputer does (fail, default), or makes "
+           "the item an error (error).", _OC, choices=OPENCOMPUTER_VERIFIER_ERRORS),
+    Option("--opencomputer-harness", "opencomputer_harness", "who sets up and grades: OpenComputer's own harness "
+           "code from the checkout --opencomputer-tasks names (opencomputer), this plugin's checker (builtin), or "
+           "the first when there is a checkout (auto, default).", _OC, choices=OPENCOMPUTER_HARNESS),
+    Option("--opencomputer-python", "opencomputer_python", "the sandbox's python3: an interpreter with the packages "
+           "of OpenComputer's image (current, or a PATH), the host's /usr/bin/python3 (system), or the current one "
+           "when it has them, else the system's (auto, default).", _OC, metavar="auto|system|current|PATH",
+           path=True, path_words=("auto", "system", "current")),
+    # -- trajectory checks -----------------------------------------------------------------------------------------
+    Option("--trajectory-min", "trajectory_min", "fail the run when the mean score of the evaluated trajectory "
+           "metrics, over every *.case.json item that ran, is below SCORE (0..1).", "agentbench-trajectory",
+           parse=_lazy(".trajectory.collect", "parse_min"), metavar="SCORE"),
+    # -- trials, comparison, resuming ------------------------------------------------------------------------------
+    Option("--bench-trials", "trials", "play every task K times, as K items <task id>::trial-<n> (default 1).", _TR,
+           parse=_whole("--bench-trials"), typed=False, metavar="K", old=("--trials",), bench_only=True),
+    Option("--bench-trial-seed", "trial_seed", "base of the per-trial seeds the agent is given (default 0): same N, "
+           "same seeds.", _TR, parse=_whole("--bench-trial-seed", 0), typed=False, metavar="N", old=("--trial-seed",),
+           bench_only=True),
+    Option("--bench-compare", "compare", "compare this run with an earlier one (a run folder or its results.jsonl), "
+           "task by task.", _TR, metavar="RUN", old=("--compare",), bench_only=True),
+    Option("--bench-fail-on-regression", "fail_on_regression", "with --bench-compare: fail the run when its success "
+           "rate is significantly below RUN's.", _TR, kind="flag", old=("--fail-on-regression",), bench_only=True),
+    Option("--bench-regression-alpha", "regression_alpha", "significance level of --bench-fail-on-regression "
+           "(default 0.05).", _TR, metavar="P", old=("--regression-alpha",)),
+    Option("--bench-resume", "resume", "continue an interrupted run in its folder: play only items without a final "
+           "record.", _TR, metavar="RUN", old=("--resume",), bench_only=True),
+)
+
+BY_DEST: dict[str, Option] = {opt.dest: opt for opt in OPTIONS}
+#: Each old spelling -> its option.
+OLD_SPELLINGS: dict[str, Option] = {old: opt for opt in OPTIONS for old in opt.old}
+#: The argparse type of each ``--sandbox-<name>`` limit (``infra.sandbox`` checks ini values with it).
+SANDBOX_LIMIT_TYPES = {opt.flag: _argparse_type(opt.parse) for opt in OPTIONS
+                       if opt.flag.removeprefix("--sandbox-") in SANDBOX_LIMITS and opt.parse is not None}
+
+
+# -- registration ---------------------------------------------------------------------------------
+def _known_flags(parser: pytest.Parser) -> set[str]:
+    groups = [*getattr(parser, "_groups", ()), getattr(parser, "_anonymous", None)]
+    return {name for group in groups if group is not None for opt in group.options for name in opt.names()}
+
+
+def _argparse_kwargs(opt: Option) -> dict[str, Any]:
+    if opt.kind == "flag":
+        return {"dest": opt.dest, "action": "store_true", "default": opt.default}
+    kwargs: dict[str, Any] = {"dest": opt.dest, "default": None}
+    if opt.kind == "list":
+        kwargs["action"] = "append"
+    if opt.parse is not None and opt.typed:
+        kwargs["type"] = _argparse_type(opt.parse)
+    if opt.choices is not None:
+        kwargs["choices"] = opt.choices
+    if opt.metavar is not None:
+        kwargs["metavar"] = opt.metavar
+    return kwargs
+
+
+def _ini_type(opt: Option) -> str:
+    return opt.ini_type or {"list": "args", "flag": "bool"}.get(opt.kind, "string")
+
+
+def add_options(parser: pytest.Parser, options: Iterable[Option] = OPTIONS) -> None:
+    """``addoption`` and ``addini`` for ``options``. The old spellings are the same setting under
+    another flag, hidden from ``--help``. What is registered already (a conftest that called this
+    first) is left alone, so calling it twice is safe."""
+    known = _known_flags(parser)
+    inis = getattr(parser, "_inidict", {})
+    for opt in options:
+        if opt.flag not in known:
+            group = parser.getgroup(opt.group, GROUPS[opt.group])
+            kwargs = _argparse_kwargs(opt)
+            group.addoption(opt.flag, help=opt.help, **kwargs)
+            for old in opt.old:
+                group.addoption(old, help=argparse.SUPPRESS, **kwargs)
+        if opt.ini not in inis:
+            kind = _ini_type(opt)
+            default: Any = {"args": [], "bool": False}.get(kind, "")
+            parser.addini(opt.ini, f"as {opt.flag}", type=kind, default=default)  # type: ignore[arg-type]
+
+
+def _of(*, groups: tuple[str, ...] = (), prefix: str = "", dests: tuple[str, ...] = ()) -> list[Option]:
+    return [opt for opt in OPTIONS
+            if opt.group in groups or (prefix and opt.flag.startswith(prefix)) or opt.dest in dests]
+
+
+def addoption(parser: pytest.Parser) -> None:
+    """Every option of the plugin (``pytest_addoption``)."""
+    add_options(parser)
+
+
+def add_opencomputer_options(parser: pytest.Parser) -> None:
+    """``--opencomputer-*`` and their ini keys. Safe to call twice (a conftest and the plugin)."""
+    add_options(parser, _of(groups=("agentbench-opencomputer",)))
+
+
+def add_sandbox_options(parser: pytest.Parser) -> None:
+    """``--sandbox-*`` (the sandbox fixture and OpenComputer's sandboxes). Safe to call twice."""
+    add_options(parser, _of(prefix="--sandbox-"))
+
+
+def add_extradup_options(parser: pytest.Parser) -> None:
+    """``--bench-reward module:callable`` (repeatable) and the ini key ``agentbench_reward``.
+    Safe to call twice (a conftest and the plugin)."""
+    add_options(parser, _of(dests=("agentbench_reward",)))
+
+
+# -- reading a setting ------------------------------------------------------------------------------
+def _given(value: object) -> bool:
+    return value is not None and value is not False and value != "" and value != []
+
+
+def _resolve(config: pytest.Config, opt: Option, value: str, base: Path) -> str:
+    if value in opt.path_words:
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def _ini_base(config: pytest.Config) -> Path:
+    return Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+
+
+def _from_ini(config: pytest.Config, opt: Option) -> Any:
+    try:
+        raw = config.getini(opt.ini)
+    except ValueError:  # the key is not registered (a conftest added only some options)
+        return None
+    if opt.kind == "flag":
+        return bool(raw) or None
+    if isinstance(raw, list):
+        return [str(item) for item in raw] or None
+    text = str(raw).strip()
+    if not text:
+        return None
+    if opt.kind == "list":
+        return [text]
+    try:
+        value = opt.check(text)
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini {opt.ini}: {exc}") from None
+    return _resolve(config, opt, value, _ini_base(config)) if opt.path else value
+
+
+def setting(config: pytest.Config, dest: str, *, strict: bool = False) -> Any:
+    """The validated value of the option ``dest``: the command line, else its ini key, else the
+    default. Relative paths come back absolute (from the invocation folder on the command line,
+    from the ini file's folder in the ini file). A bad ini value is a usage error naming the key.
+
+    Every value was checked at configure time (``strict``); before that (a config that was only
+    parsed), a bad command-line text of an untyped option comes back as it is, for the caller's
+    own check."""
+    opt = BY_DEST[dest]
+    value = config.getoption(dest, None)
+    if _given(value):
+        if not opt.typed and isinstance(value, str):
+            try:
+                return opt.check(value)
+            except ValueError as exc:
+                if not strict:
+                    return value
+                raise pytest.UsageError(str(exc)) from None
+        if opt.path and isinstance(value, str):
+            return _resolve(config, opt, value, Path(config.invocation_params.dir))
+        return value
+    from_ini = _from_ini(config, opt)
+    return opt.default if from_ini is None else from_ini
+
+
+def check_settings(config: pytest.Config) -> None:
+    """Every setting read now, so a bad ini value is one usage line before anything starts (the
+    command line's values were checked as they were parsed)."""
+    for opt in OPTIONS:
+        setting(config, opt.dest, strict=True)
+
+
+def apply_settings(config: pytest.Config) -> None:
+    """Every setting's value put where ``config.getoption(dest)`` finds it: ini values, defaults
+    and resolved paths, so code reading an option by its dest sees the same as :func:`setting`.
+    The values are plain (str, int, float, bool, lists of str): xdist sends them to its workers."""
+    for opt in OPTIONS:
+        setattr(config.option, opt.dest, setting(config, opt.dest))
+
+
+def given_on_command_line(config: pytest.Config, dest: str) -> bool:
+    return _given(config.getoption(dest, None))
+
+
+# -- old spellings ----------------------------------------------------------------------------------
+def _argument_words(config: pytest.Config) -> list[str]:
+    """The words pytest parsed options from: ``PYTEST_ADDOPTS``, the ini file's ``addopts`` and the
+    command line, each up to a bare ``--``."""
+    sources: list[list[str]] = []
+    try:
+        sources.append(shlex.split(os.environ.get("PYTEST_ADDOPTS", "")))
+    except ValueError:
+        pass
+    try:
+        sources.append([str(word) for word in config.getini("addopts")])
+    except ValueError:
+        pass
+    sources.append([str(word) for word in config.invocation_params.args])
+    words: list[str] = []
+    for source in sources:
+        words.extend(source[:source.index("--")] if "--" in source else source)
+    return words
+
+
+def old_spellings_used(config: pytest.Config) -> list[str]:
+    """The old spellings among the options given, each once, in the order given."""
+    used: list[str] = []
+    for word in _argument_words(config):
+        name = word.split("=", 1)[0]
+        if name in OLD_SPELLINGS and name not in used:
+            used.append(name)
+    return used
+
+
+def warn_old_spellings(config: pytest.Config) -> None:
+    """One :class:`AgentbenchDeprecationWarning` per old spelling used, naming the new one."""
+    if hasattr(config, "workerinput"):  # the controller warned
+        return
+    for old in old_spellings_used(config):
+        new = OLD_SPELLINGS[old].flag
+        config.issue_config_time_warning(AgentbenchDeprecationWarning(
+            f"{old} is now spelled {new}; {old} still works in this release and will be removed in the next"),
+            stacklevel=2)
+
+
+def configure(config: pytest.Config) -> None:
+    """At configure time: old spellings warned about, every setting checked."""
+    warn_old_spellings(config)
+    check_settings(config)
+
+
+# -- the settings the run reads, checked together ------------------------------------------------------
+def _whole_number(flag: str, minimum: int, note: str = "", maximum: int | None = None) -> Parse:
+    """An argparse type for a whole number >= ``minimum`` (and <= ``maximum``), errors naming the flag."""
+    return _argparse_type(_whole(flag, minimum, maximum, note))
+
+
+def _listed(values: list[str] | None) -> list[str]:
+    """Comma-separated words of a repeatable option, in order."""
+    return [part.strip() for text in values or () for part in str(text).split(",") if part.strip()]
 
 
 def benchmarks_requested(config: pytest.Config) -> list[str]:
     """Benchmark names from --bench or the ini key; empty means the plugin stays inert."""
-    names = config.getoption("bench") or config.getini("agentbench_benchmarks")
-    out: list[str] = []
-    for name in names:
-        for part in str(name).split(","):
-            if part.strip() and part.strip() not in out:
-                out.append(part.strip())
-    return out
+    return list(dict.fromkeys(_listed(setting(config, "bench"))))
+
+
+def audit_requested(config: pytest.Config) -> str | None:
+    return setting(config, "audit_verifier")
+
+
+def money_setting(config: pytest.Config, name: str, flag: str = "") -> float | None:
+    """A dollar amount option (``--bench-max-cost-usd`` and friends): a number > 0, or None."""
+    value = setting(config, name)
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -142,33 +671,15 @@ class Settings:
     inspect_log: Path | None = None
 
 
-def _ini_convert(config: pytest.Config, key: str, flag: str, convert):  # type: ignore[no-untyped-def]
-    raw = str(config.getini(key)).strip()
-    if not raw:
-        return None
-    try:
-        return convert(raw)
-    except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(f"ini {key}: {exc}") from None
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def settings_from_config(config: pytest.Config) -> Settings:
-    opt = config.getoption
-    ini = config.getini
-    tasks = opt("tasks") if opt("tasks") is not None else _ini_convert(config, "agentbench_tasks", "--tasks",
-                                                                       _positive_int("--tasks", MAX_TASKS))
-    max_steps = opt("max_steps") if opt("max_steps") is not None else _ini_convert(
-        config, "agentbench_max_steps", "--max-steps", _positive_int("--max-steps"))
-    min_success = opt("min_success") if opt("min_success") is not None else _ini_convert(
-        config, "agentbench_min_success", "--min-success", _rate)
-    screenshots = opt("screenshots") or str(ini("agentbench_screenshots")).strip() or "only-on-failure"
-    if screenshots not in SCREENSHOT_MODES:
-        raise pytest.UsageError(f"agentbench_screenshots must be one of {', '.join(SCREENSHOT_MODES)}, got {screenshots!r}")
-    task_ids = tuple(opt("bench_task") or ini("agentbench_bench_tasks") or ())
-    script = opt("agent_script") or str(ini("agentbench_agent_script")).strip() or None
-    baseline = opt("baseline") or str(ini("agentbench_baseline")).strip() or None
-    results_dir = opt("results_dir") or str(ini("agentbench_results_dir")).strip() or "benchmark_results"
-    inspect_log = opt("inspect_log") or str(ini("agentbench_inspect_log")).strip() or None
+    def get(dest: str) -> Any:
+        return setting(config, dest)
+
+    inspect_log = _path(get("inspect_log"))
     if inspect_log is not None:
         from .record.inspect_log import check_path
 
@@ -178,58 +689,18 @@ def settings_from_config(config: pytest.Config) -> Settings:
             raise pytest.UsageError(str(exc)) from None
     return Settings(
         benchmarks=tuple(benchmarks_requested(config)),
-        tasks=tasks,
-        task_ids=task_ids,
-        agent=opt("agent") or str(ini("agentbench_agent")).strip() or "mock",
-        agent_script=Path(script) if script else None,
-        max_steps=max_steps,
-        run_name=opt("run_name") or _ini_convert(config, "agentbench_run_name", "--run-name",
-                                                 checked("run_name", "--run-name")),
-        results_dir=Path(results_dir),
-        screenshots=screenshots,
-        baseline=Path(baseline) if baseline else None,
-        min_success=min_success,
+        tasks=get("tasks"),
+        task_ids=tuple(get("bench_task") or ()),
+        agent=get("agent") or "mock",
+        agent_script=_path(get("agent_script")),
+        max_steps=get("max_steps"),
+        run_name=get("run_name"),
+        results_dir=Path(get("results_dir") or "benchmark_results"),
+        screenshots=get("screenshots") or "only-on-failure",
+        baseline=_path(get("baseline")),
+        min_success=get("min_success"),
         inspect_log=inspect_log,
     )
-
-
-def _operators(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-_limit = _whole_number("--limit", 0, " (0 = all)")
-
-
-def add_audit_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agentbench-audit", "verifier audit (pytest-agentbench)")
-    group.addoption("--audit-verifier", default=None, metavar="NAME",
-                    help="audit this benchmark's checker: toy, appworld, a registered name, or module:Attr.")
-    group.addoption("--operators", action="append", default=None, metavar="LIST",
-                    help="comma-separated operators (default: all six).")
-    group.addoption("--audit-tasks", action="append", default=None, metavar="IDS",
-                    help="comma-separated task ids to audit (repeatable); unknown ids are errors.")
-    group.addoption("--audit-split", "--split", dest="audit_split", default=None, metavar="NAME",
-                    help="the benchmark split to take tasks from (adapter default when unset).")
-    group.addoption("--audit-limit", "--limit", dest="audit_limit", type=_limit, default=None, metavar="N",
-                    help="audit the first N tasks of the split (default 20; 0 = all).")
-    group.addoption("--ignore-fields", action="append", default=None, metavar="LIST",
-                    help="fields with no task meaning, 'field' or 'table.field', comma-separated.")
-    group.addoption("--audit-out", default=None, metavar="PATH",
-                    help="write every run's result as JSON (counts and field names, never values).")
-    group.addoption("--appworld-python", default=None, metavar="PY",
-                    help="the interpreter of the AppWorld environment (or $APPWORLD_PYTHON).")
-    group.addoption("--appworld-root", default=None, metavar="DIR",
-                    help="the AppWorld data root holding data/tasks (or $APPWORLD_ROOT).")
-    for key, text in (("audit_verifier", "as --audit-verifier"), ("operators", "as --operators"),
-                      ("audit_tasks", "as --audit-tasks"), ("audit_split", "as --split"),
-                      ("audit_limit", "as --limit"), ("ignore_fields", "as --ignore-fields"),
-                      ("audit_out", "as --audit-out"), ("appworld_python", "as --appworld-python"),
-                      ("appworld_root", "as --appworld-root")):
-        parser.addini(f"agentbench_{key}", text, default="")
-
-
-def audit_requested(config: pytest.Config) -> str | None:
-    return config.getoption("audit_verifier") or str(config.getini("agentbench_audit_verifier")).strip() or None
 
 
 @dataclass(frozen=True)
@@ -245,445 +716,29 @@ class AuditSettings:
     appworld_root: str | None
 
 
-def _listed(config: pytest.Config, name: str) -> list[str]:
-    raw = config.getoption(name) or [str(config.getini(f"agentbench_{name}"))]
-    return [part for text in raw for part in _operators(str(text))]
-
-
 def audit_settings_from_config(config: pytest.Config) -> AuditSettings:
     from .audit.operators import OPERATORS
 
-    operators = _listed(config, "operators") or list(OPERATORS)
+    operators = _listed(setting(config, "operators")) or list(OPERATORS)
     unknown = [op for op in operators if op not in OPERATORS]
     if unknown:
         raise pytest.UsageError(
-            f"unknown operator {', '.join(map(repr, unknown))} in --operators; known: {', '.join(OPERATORS)}")
-    limit = config.getoption("audit_limit")
-    if limit is None:
-        raw = str(config.getini("agentbench_audit_limit")).strip()
-        try:
-            limit = _limit(raw) if raw else 20
-        except argparse.ArgumentTypeError as exc:
-            raise pytest.UsageError(f"ini agentbench_audit_limit: {exc}") from None
-    out = config.getoption("audit_out") or str(config.getini("agentbench_audit_out")).strip() or None
+            f"unknown operator {', '.join(map(repr, unknown))} in --audit-operators; known: {', '.join(OPERATORS)}")
+    limit = setting(config, "audit_limit")
+    limit = 20 if limit is None else limit
     return AuditSettings(
         verifier=audit_requested(config) or "",
         operators=tuple(dict.fromkeys(operators)),
-        task_ids=tuple(dict.fromkeys(_listed(config, "audit_tasks"))),
-        split=config.getoption("audit_split") or str(config.getini("agentbench_audit_split")).strip() or None,
+        task_ids=tuple(dict.fromkeys(_listed(setting(config, "audit_tasks")))),
+        split=setting(config, "audit_split"),
         limit=None if limit == 0 else limit,
-        ignore_fields=tuple(_listed(config, "ignore_fields")),
-        out=Path(out) if out else None,
-        appworld_python=config.getoption("appworld_python") or str(config.getini("agentbench_appworld_python")).strip() or None,
-        appworld_root=config.getoption("appworld_root") or str(config.getini("agentbench_appworld_root")).strip() or None,
+        ignore_fields=tuple(_listed(setting(config, "ignore_fields"))),
+        out=_path(setting(config, "audit_out")),
+        appworld_python=setting(config, "appworld_python"),
+        appworld_root=setting(config, "appworld_root"),
     )
 
 
-def add_mockmed_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agentbench-mockmed", "MockMed UI-change benchmark (pytest-agentbench)")
-    group.addoption("--mockmed-condition", action="append", default=None, metavar="LIST",
-                    help="conditions to run: clean, theme, rename (default: all).")
-    group.addoption("--mockmed-arm", action="append", default=None, metavar="LIST",
-                    help="arms to run: compiled, by-position, by-name (default: all).")
-    group.addoption("--mockmed-runs", type=_positive_int("--mockmed-runs", 1000), default=None, metavar="N",
-                    help="runs per condition and arm (default: 3).")
-    group.addoption("--mockmed-driver", default=None, choices=("headless", "browser"),
-                    help="headless (HTML to tree and pillow screenshot, default) or browser (Chromium via Playwright).")
-    group.addoption("--mockmed-workflow", default=None, metavar="PATH",
-                    help="the compiled workflow for the compiled-replay arm; recorded on clean and written "
-                         "there when the file does not exist.")
-
-
-def waa_ready_timeout(text: str) -> float:
-    """``--waa-ready-timeout``: a number of seconds from 0 to a day."""
-    return checked("number", "--waa-ready-timeout", low=0, high=MAX_WAIT_SECONDS, unit="seconds")(text)
-
-
-def parse_number(flag: str, text: object, *, positive: bool = False, unit: str = "seconds") -> float:
-    """A finite number (>= 0, or > 0 with ``positive``); the ValueError names the flag and the unit."""
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise ValueError(f"{flag} must be a number of {unit}, got {text!r}") from None
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        bound = "> 0" if positive else ">= 0"
-        raise ValueError(f"{flag} must be a finite number of {unit} {bound}, got {text!r}")
-    return value
-
-
-def _number_type(flag: str, *, positive: bool = False, unit: str = "seconds") -> Callable[[str], float]:
-    def convert(text: str) -> float:
-        try:
-            return parse_number(flag, text, positive=positive, unit=unit)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return convert
-
-
-#: ``--waa-<name>`` -> what it is. Each is a field of ``benches.waa.settings.WAASettings`` (with ``-``
-#: as ``_``), whose default is upstream's value; ``*-timeout`` values must be > 0.
-WAA_SECONDS = {
-    "settle": "seconds to wait after closing all windows and after setup (upstream: 5)",
-    "step-pause": "seconds to wait after each action before observing (upstream: 3)",
-    "open-wait": "seconds to wait after a setup step opened a file (upstream: 2)",
-    "command-timeout": "seconds a setup or action command may take (upstream's server: 120)",
-    "tree-timeout": "seconds the accessibility tree may take (upstream: 300)",
-    "evaluate-timeout": "seconds one scoring may take (default: 600)",
-}
-
-
-def add_waa_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agentbench-waa", "Windows Agent Arena (pytest-agentbench)")
-    group.addoption("--waa-examples", default=None, metavar="PATH",
-                    help="WAA's evaluation_examples_windows folder (or its examples/ folder): "
-                         "tasks are examples/<domain>/<id>.json.")
-    group.addoption("--waa-index", default=None, metavar="all|small|PATH",
-                    help="which tasks: all (test_all.json, default), small (test_small.json) or an index "
-                         "file {domain: [id, ...]}.")
-    group.addoption("--waa-server", type=checked("url", "--waa-server"), default=None, metavar="URL",
-                    help="the WAA server (default: http://localhost:5001).")
-    group.addoption("--waa-upstream", default=None, metavar="DIR",
-                    help="the WindowsAgentArena checkout (or its src/win-arena-container/client folder) whose "
-                         "evaluator code scores the tasks (default: found from --waa-examples).")
-    group.addoption("--waa-python", default=None, metavar="PY",
-                    help="the Python that runs upstream's evaluator code (default: this one; it needs "
-                         "pytest-agentbench[waa] or upstream's client requirements).")
-    group.addoption("--waa-evaluate-url", type=checked("url", "--waa-evaluate-url"), default=None, metavar="URL",
-                    help="score with your own evaluate server instead of upstream's code (the reference "
-                         "tool's scoring; see the user guide for how it differs).")
-    group.addoption("--waa-cdp-url", type=checked("url", "--waa-cdp-url"), default=None, metavar="URL",
-                    help="Chrome's DevTools endpoint for chrome tab steps (default: port 9222 on the "
-                         "--waa-server host).")
-    group.addoption("--waa-ready-timeout", type=waa_ready_timeout, default=None, metavar="SECONDS",
-                    help="wait up to SECONDS for the WAA server before the first task (default: probe once).")
-    for name, text in WAA_SECONDS.items():
-        group.addoption(f"--waa-{name}", type=_number_type(f"--waa-{name}", positive=name.endswith("timeout")),
-                        default=None, metavar="SECONDS", help=f"{text}.")
-    group.addoption("--waa-download-allow", action="append", default=None, metavar="HOSTS",
-                    help="hosts a task's download step may fetch although they resolve to a private, "
-                         "loopback or link-local address (comma-separated or repeated).")
-    group.addoption("--waa-download-max-mb", type=_number_type("--waa-download-max-mb", positive=True, unit="megabytes"),
-                    default=None, metavar="MB", help="largest file a download step may fetch (default: 512).")
-    keys = ["examples", "index", "server", "upstream", "python", "evaluate_url", "cdp_url", "ready_timeout",
-            *(n.replace("-", "_") for n in WAA_SECONDS), "download_allow", "download_max_mb"]
-    for key in keys:
-        parser.addini(f"agentbench_waa_{key}", f"WAA: as --waa-{key.replace('_', '-')}", default="")
-
-
-def add_extradup_options(parser: pytest.Parser) -> None:
-    """``--reward module:callable`` (repeatable) and the ini key ``agentbench_reward``.
-    Safe to call twice (a conftest and the plugin)."""
-    group = parser.getgroup("agentbench", "agent benchmarks (pytest-agentbench)")
-    if not any("--reward" in opt.names() for opt in group.options):
-        group.addoption("--reward", dest="agentbench_reward", action="append", default=None,
-                        metavar="MODULE:CALLABLE",
-                        help="extradup: also score this reward, reward(evidence) -> bool | float | None, "
-                             "importable from the rootdir (repeatable).")
-    if "agentbench_reward" not in getattr(parser, "_inidict", {}):
-        parser.addini("agentbench_reward", "extradup rewards to score (as --reward)", type="args", default=[])
-
-
-def add_agent_options(parser: pytest.Parser) -> None:
-    """Options of the model-backed agents, budgets and the cost estimate."""
-    group = parser.getgroup("agentbench-agents", "agents, budgets and cost (pytest-agentbench)")
-    group.addoption("--agent-model", default=None, metavar="MODEL",
-                    help="api-claude: the Claude model (default: claude-sonnet-4-6).")
-    group.addoption("--agent-url", type=checked("url", "--agent-url"), default=None, metavar="URL",
-                    help="http: the agent server's base URL (POST /act, POST /reset, GET /health).")
-    group.addoption("--agent-timeout", default=None, metavar="SECONDS",
-                    help="api-claude / http: seconds per request before it counts as failed (default: 120 / 60).")
-    group.addoption("--replay-bundles", default=None, metavar="DIR",
-                    help="replay: compiled workflows, DIR/<task id>/workflow.json.")
-    group.addoption("--max-cost-usd", default=None, metavar="USD",
-                    help="stop calling models once the run has spent USD; later items are skipped (budget spent).")
-    group.addoption("--max-cost-usd-per-task", default=None, metavar="USD",
-                    help="a task whose model calls reach USD ends as an agent error.")
-    group.addoption("--dry-run", action="store_true", default=False,
-                    help="estimate VM and model cost for the selected tasks; start nothing, call no model.")
-    for key, text in (("agent_model", "as --agent-model"), ("agent_url", "as --agent-url"),
-                      ("agent_timeout", "as --agent-timeout"), ("replay_bundles", "as --replay-bundles"),
-                      ("max_cost_usd", "as --max-cost-usd"), ("max_cost_usd_per_task", "as --max-cost-usd-per-task")):
-        parser.addini(f"agentbench_{key}", text, default="")
-
-
-def setting(config: pytest.Config, name: str) -> str | None:
-    """``--<name>`` (dest ``name``), else the ini key ``agentbench_<name>``; None when neither.
-    The command line wins over the ini file."""
-    value = config.getoption(name, None)
-    if value not in (None, ""):
-        return str(value)
-    raw = str(config.getini(f"agentbench_{name}")).strip()
-    return raw or None
-
-
-def money_setting(config: pytest.Config, name: str, flag: str) -> float | None:
-    """A dollar amount option (``--max-cost-usd`` and friends): a number > 0, or None."""
-    value = setting(config, name)
-    if value is None:
-        return None
-    try:
-        number = float(value.lstrip("$"))
-    except ValueError:
-        raise pytest.UsageError(f"{flag} must be an amount in US dollars such as 5 or 0.50, got {value!r}") from None
-    if not 0 < number < float("inf"):
-        raise pytest.UsageError(f"{flag} must be more than 0, got {value!r}")
-    return number
-
-
-#: ``--sandbox-<name>``: (default, least, most, unit, what it limits). Each is a field of
-#: ``infra.sandbox.Limits`` with ``-`` as ``_``; 0 means no limit.
-SANDBOX_LIMITS = {
-    "memory-mb": (2048, 64, 1 << 20, "MB", "address space of each sandboxed process (RLIMIT_AS)"),
-    "max-procs": (256, 8, 1 << 16, "processes", "processes and threads of the sandbox's user at once (RLIMIT_NPROC)"),
-    "output-mb": (16, 1, 1 << 16, "MB", "stdout plus stderr read back from one sandboxed command; past it the "
-                                        "command is killed and reported as output over the limit"),
-}
-
-#: The argparse type of each ``--sandbox-<name>`` limit.
-SANDBOX_LIMIT_TYPES = {f"--sandbox-{name}": checked("limit", f"--sandbox-{name}", low=low, high=high, unit=unit)
-                       for name, (_default, low, high, unit, _what) in SANDBOX_LIMITS.items()}
-
-#: Settings checked at configure time, from the command line or the ini key: dest -> argparse type.
-#: Types given to ``addoption`` check the command line as it is parsed; this table also covers the
-#: ini keys and the options read as plain strings by the code that uses them.
-CHECKED_SETTINGS = {
-    **{f"sandbox_{name.replace('-', '_')}": SANDBOX_LIMIT_TYPES[f"--sandbox-{name}"] for name in SANDBOX_LIMITS},
-    "run_name": checked("run_name", "--run-name"),
-    "task_timeout": checked("number", "--bench-task-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
-                            unit="seconds"),
-    "waa_server": checked("url", "--waa-server"),
-    "waa_evaluate_url": checked("url", "--waa-evaluate-url"),
-    "waa_ready_timeout": waa_ready_timeout,
-    "waa_cdp_url": checked("url", "--waa-cdp-url"),
-    **{f"waa_{name.replace('-', '_')}": _number_type(f"--waa-{name}", positive=name.endswith("timeout"))
-       for name in WAA_SECONDS},
-    "waa_download_max_mb": _number_type("--waa-download-max-mb", positive=True, unit="megabytes"),
-    "agent_url": checked("url", "--agent-url"),
-    "agent_timeout": checked("number", "--agent-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
-                             unit="seconds"),
-    "pool_ssh_cidr": checked("cidr", "--pool-ssh-cidr"),
-    "aws_subnet": checked("aws_subnet", "--aws-subnet"),
-    "pool_ready_timeout": checked("number", "--pool-ready-timeout", low=0, low_open=True, high=MAX_WAIT_SECONDS,
-                                  unit="seconds"),
-    "pool_auto_shutdown_hours": checked("number", "--pool-auto-shutdown-hours", low=1 / 60, high=720.0, zero=True,
-                                        unit="hours (0 = never; the least is one minute)"),
-    "pool_minutes_per_task": checked("number", "--pool-minutes-per-task", low=0, low_open=True, high=1440.0,
-                                     unit="minutes"),
-    "pool_poll_interval": checked("number", "--pool-poll-interval", low=0, high=600.0, unit="seconds"),
-    "pool_hourly_usd": checked("number", "--pool-hourly-usd", low=0, high=10_000.0, unit="US dollars"),
-}
-
-
-def check_settings(config: pytest.Config) -> None:
-    """Every setting of ``CHECKED_SETTINGS`` (and the money options) that is given, checked now,
-    so a bad value is one usage line before anything starts, not an error when items run."""
-    for name, parse in CHECKED_SETTINGS.items():
-        given = config.getoption(name, None)
-        source = ""
-        if given in (None, ""):
-            try:
-                given = str(config.getini(f"agentbench_{name}")).strip() or None
-            except ValueError:  # no ini key of that name
-                given = None
-            source = f"ini agentbench_{name}: "
-        if given is None:
-            continue
-        try:
-            parse(str(given))
-        except argparse.ArgumentTypeError as exc:
-            raise pytest.UsageError(f"{source}{exc}") from None
-    money_setting(config, "max_cost_usd", "--max-cost-usd")
-    money_setting(config, "max_cost_usd_per_task", "--max-cost-usd-per-task")
-
-
-def add_pool_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agentbench-pool", "machine pools for live benchmarks (pytest-agentbench)")
-    group.addoption("--pool", default=None, choices=("static", "aws", "azure"),
-                    help="lease one WAA host per process (per xdist worker): static = existing --pool-hosts; "
-                         "aws / azure = create one VM per worker for this run and delete them at the end.")
-    group.addoption("--pool-hosts", action="append", default=None, metavar="URLS",
-                    help="static pool: WAA server URLs, comma-separated or repeated; URL|EVALUATE_URL to "
-                         "give a separate evaluate server.")
-    group.addoption("--pool-workers", type=_positive_int("--pool-workers", MAX_POOL_WORKERS), default=None, metavar="N",
-                    help="cloud pool: VMs to create (default: one per xdist worker, else one).")
-    group.addoption("--pool-region", default=None, metavar="REGION",
-                    help="cloud pool: region (default: aws us-east-1, azure eastus).")
-    group.addoption("--pool-size", default=None, metavar="SIZE",
-                    help="cloud pool: instance type / VM size (default: aws m8i.2xlarge, azure Standard_D8ds_v5).")
-    group.addoption("--pool-image", default=None, metavar="IMAGE",
-                    help="cloud pool: the prepared WAA image (an AMI id; an Azure image id or publisher:offer:sku:version).")
-    group.addoption("--pool-ssh-user", default=None, metavar="USER",
-                    help="cloud pool: the VM login (default: aws ubuntu, azure azureuser).")
-    group.addoption("--pool-ssh-key", default=None, metavar="FILE",
-                    help="cloud pool: a private key whose FILE.pub is installed on the VMs, or a .pub file whose "
-                         "private key is in your SSH agent (default: a fresh key per run).")
-    group.addoption("--pool-ssh-cidr", type=checked("cidr", "--pool-ssh-cidr"), default=None, metavar="CIDR",
-                    help="cloud pool: who may reach port 22 of the VMs, e.g. 203.0.113.7/32 (default: this "
-                         "machine's public address, asked of an address echo service; required when that fails).")
-    group.addoption("--pool-connect", default=None, choices=("ssh", "direct"),
-                    help="cloud pool: ssh = tunnel to the VM's WAA ports (default); direct = talk to the VM's address.")
-    group.addoption("--pool-address", default=None, choices=("public", "private"),
-                    help="cloud pool: which VM address to connect to (default: public).")
-    group.addoption("--pool-waa-port", type=checked("port", "--pool-waa-port"), default=5000, metavar="PORT",
-                    help="the WAA server's port on the VM (default: 5000).")
-    group.addoption("--pool-evaluate-port", type=checked("port", "--pool-evaluate-port"), default=5051, metavar="PORT",
-                    help="the evaluate server's port on the VM, used with --waa-evaluate-url (default: 5051).")
-    group.addoption("--pool-cdp-port", type=checked("port", "--pool-cdp-port"), default=9222, metavar="PORT",
-                    help="Chrome's DevTools port on the VM, forwarded for chrome tab steps (default: 9222).")
-    group.addoption("--pool-ready-timeout", default=None, metavar="SECONDS",
-                    help="cloud pool: wait up to SECONDS per worker for SSH and WAA readiness (default: 1200).")
-    group.addoption("--pool-auto-shutdown-hours", default=None, metavar="HOURS",
-                    help="cloud pool: VMs stop by themselves after HOURS even if this run dies (default: 4; 0 = never; "
-                         "at least 1/60, one minute; at most 720).")
-    group.addoption("--pool-hourly-usd", default=None, metavar="USD",
-                    help="cloud pool: price per VM-hour for the cost (default: the list price of the size created).")
-    group.addoption("--pool-poll-interval", default=None, metavar="SECONDS",
-                    help="cloud pool: seconds between status polls of the cloud (default: 5).")
-    group.addoption("--pool-minutes-per-task", default=None, metavar="MINUTES",
-                    help="--pool-dry-run: VM minutes a task takes (default: 3).")
-    group.addoption("--pool-dry-run", action="store_true", default=False,
-                    help="print the VM cost estimate for the selected tasks and start nothing.")
-    group.addoption("--keep-pool", action="store_true", default=False,
-                    help="cloud pool: leave the VMs running at the end (delete them later with --agentbench-reap).")
-    group.addoption("--agentbench-reap", action="store_true", default=False,
-                    help="delete every VM and resource that pytest-agentbench runs left in --pool aws|azure, then exit.")
-    group.addoption("--reap-run", default=None, metavar="RUN_ID",
-                    help="--agentbench-reap: only this run's resources.")
-    group.addoption("--azure-subscription", default=None, metavar="ID",
-                    help="azure pool: the subscription (default: AZURE_SUBSCRIPTION_ID).")
-    group.addoption("--aws-subnet", type=checked("aws_subnet", "--aws-subnet"), default=None, metavar="SUBNET_ID",
-                    help="aws pool: launch in this subnet (default: the default VPC).")
-    parser.addini("agentbench_pool", "as --pool", default="")
-    parser.addini("agentbench_pool_hosts", "as --pool-hosts", type="args", default=[])
-    for key in ("region", "size", "image", "ssh_user", "ssh_key", "ssh_cidr", "connect", "address", "ready_timeout",
-                "auto_shutdown_hours", "hourly_usd", "poll_interval", "minutes_per_task"):
-        parser.addini(f"agentbench_pool_{key}", f"as --pool-{key.replace('_', '-')}", default="")
-    parser.addini("agentbench_azure_subscription", "as --azure-subscription", default="")
-    parser.addini("agentbench_aws_subnet", "as --aws-subnet", default="")
-
-
-# -- OpenComputer and sandbox options ---------------------------------------------------------------------------------------
-OPENCOMPUTER_DEFAULT_TIMEOUT = 30.0
-OPENCOMPUTER_VERIFIER_ERRORS = ("fail", "error")
-OPENCOMPUTER_HARNESS = ("auto", "opencomputer", "builtin")
-SANDBOX_ISOLATION_MODES = ("auto", "bwrap", "none")
-
-
 def opencomputer_timeout(text: str) -> float:
-    """``--opencomputer-timeout``: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--opencomputer-timeout must be a number of seconds, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"--opencomputer-timeout must be a finite number of seconds > 0, got {text!r}")
-    return value
-
-
-def _has_flag(group: pytest.OptionGroup, flag: str) -> bool:
-    return any(flag in opt.names() for opt in group.options)
-
-
-def _addini_once(parser: pytest.Parser, name: str, text: str) -> None:
-    if name not in getattr(parser, "_inidict", {}):
-        parser.addini(name, text, default="")
-
-
-def add_opencomputer_options(parser: pytest.Parser) -> None:
-    """``--opencomputer-*`` and their ini keys. Safe to call twice (a conftest and the plugin)."""
-    group = parser.getgroup("agentbench-opencomputer", "OpenComputer tasks (pytest-agentbench)")
-    if not _has_flag(group, "--opencomputer-tasks"):
-        group.addoption("--opencomputer-tasks", default=None, metavar="DIR",
-                        help="OpenComputer tasks: DIR/<id>/task.json with seed files in DIR/<id>/env/ "
-                             "(OpenComputer's task_generator/tasks, or a checkout holding it).")
-        group.addoption("--opencomputer-verifiers", default=None, metavar="DIR",
-                        help="the verifier scripts, DIR/<app>/<app>.py (OpenComputer's verifiers/) or DIR/<app>.py.")
-        group.addoption("--opencomputer-end-state", default=None, metavar="DIR",
-                        help="grade the end states DIR/<id>/ (paths relative to /home/user) instead of "
-                             "playing an agent; tasks without one are skipped.")
-        group.addoption("--opencomputer-timeout", type=opencomputer_timeout, default=None, metavar="SECONDS",
-                        help="seconds per checker command before it is killed "
-                             f"(default: {OPENCOMPUTER_DEFAULT_TIMEOUT:g}).")
-        group.addoption("--opencomputer-judge", default=None, metavar="MODULE:CALLABLE",
-                        help="judge of the LLM-judged checks, judge(check, output) -> bool | None; "
-                             "without it they are not evaluated.")
-        group.addoption("--opencomputer-verifier-errors", default=None, choices=OPENCOMPUTER_VERIFIER_ERRORS,
-                        help="a verifier that answers an error ({\"error\": ...}, a crash, a timeout) fails that "
-                             "check, as OpenComputer does (fail, default), or makes the item an error (error).")
-        group.addoption("--opencomputer-harness", default=None, choices=OPENCOMPUTER_HARNESS,
-                        help="who sets up and grades: OpenComputer's own harness code from the checkout "
-                             "--opencomputer-tasks names (opencomputer), this plugin's checker (builtin), or the "
-                             "first when there is a checkout (auto, default).")
-        group.addoption("--opencomputer-python", default=None, metavar="auto|system|current|PATH",
-                        help="the sandbox's python3: an interpreter with the packages of OpenComputer's image "
-                             "(current, or a PATH), the host's /usr/bin/python3 (system), or the current one "
-                             "when it has them, else the system's (auto, default).")
-    for key, text in (("tasks", "as --opencomputer-tasks"), ("verifiers", "as --opencomputer-verifiers"),
-                      ("end_state", "as --opencomputer-end-state"), ("timeout", "as --opencomputer-timeout"),
-                      ("judge", "as --opencomputer-judge"), ("verifier_errors", "as --opencomputer-verifier-errors"),
-                      ("harness", "as --opencomputer-harness"), ("python", "as --opencomputer-python")):
-        _addini_once(parser, f"agentbench_opencomputer_{key}", text)
-
-
-def add_sandbox_options(parser: pytest.Parser) -> None:
-    """``--sandbox-isolation`` (the ``sandbox`` fixture and OpenComputer's sandboxes). Safe to call twice."""
-    group = parser.getgroup("agentbench", "agent benchmarks (pytest-agentbench)")
-    if not _has_flag(group, "--sandbox-isolation"):
-        group.addoption("--sandbox-isolation", default=None, choices=SANDBOX_ISOLATION_MODES,
-                        help="sandboxes: auto (bubblewrap when it works, else a plain folder with a warning; "
-                             "default), bwrap (required) or none (a plain folder, no warning).")
-    _addini_once(parser, "agentbench_sandbox_isolation", "as --sandbox-isolation")
-    for name, (default, _low, _high, unit, what) in SANDBOX_LIMITS.items():
-        flag = f"--sandbox-{name}"
-        if not _has_flag(group, flag):
-            group.addoption(flag, type=SANDBOX_LIMIT_TYPES[flag], default=None, metavar=unit.upper(),
-                            help=f"sandboxes: {what} (default: {default}; 0: no limit).")
-        _addini_once(parser, f"agentbench_sandbox_{name.replace('-', '_')}", f"as {flag}")
-
-
-def _trajectory_min(text: str) -> float:
-    """``--trajectory-min``, parsed by the trajectory module (loaded only when the option is given)."""
-    from .trajectory.collect import parse_min
-
-    return parse_min(text)
-
-
-def add_trajectory_options(parser: pytest.Parser) -> None:
-    """``--trajectory-min`` and its ini key: gate a run of trajectory test cases (``*.case.json``)."""
-    group = parser.getgroup("agentbench-trajectory", "trajectory checks (pytest-agentbench)")
-    group.addoption("--trajectory-min", type=_trajectory_min, default=None, metavar="SCORE",
-                    help="fail the run when the mean score of the evaluated trajectory metrics, over every "
-                         "*.case.json item that ran, is below SCORE (0..1).")
-    parser.addini("agentbench_trajectory_min", "minimum mean trajectory score (as --trajectory-min)", default="")
-
-
-def check_trajectory_min(config: pytest.Config) -> None:
-    """A bad ``agentbench_trajectory_min`` is a usage error at once (exit 4), not at the end of a run."""
-    if str(config.getini("agentbench_trajectory_min")).strip():
-        from .trajectory.collect import configured_min
-
-        configured_min(config)
-
-
-def add_trial_options(parser: pytest.Parser) -> None:
-    """Repeated trials, run comparison and resuming; validated in ``trials.TrialSettings``."""
-    group = parser.getgroup("agentbench-trials", "repeated trials, statistics and run comparison (pytest-agentbench)")
-    group.addoption("--trials", default=None, metavar="K",
-                    help="play every task K times, as K items <task id>::trial-<n> (default 1).")
-    group.addoption("--trial-seed", default=None, metavar="N",
-                    help="base of the per-trial seeds the agent is given (default 0): same N, same seeds.")
-    group.addoption("--compare", default=None, metavar="RUN",
-                    help="compare this run with an earlier one (a run folder or its results.jsonl), task by task.")
-    group.addoption("--fail-on-regression", action="store_true", default=None,
-                    help="with --compare: fail the run when its success rate is significantly below RUN's.")
-    group.addoption("--regression-alpha", default=None, metavar="P",
-                    help="significance level of --fail-on-regression (default 0.05).")
-    group.addoption("--resume", default=None, metavar="RUN",
-                    help="continue an interrupted run in its folder: play only items without a final record.")
-    parser.addini("agentbench_trials", "trials per task (as --trials)", default="")
-    parser.addini("agentbench_trial_seed", "base of the per-trial seeds (as --trial-seed)", default="")
-    parser.addini("agentbench_compare", "run to compare with (as --compare)", default="")
-    parser.addini("agentbench_fail_on_regression", "fail on a significant regression (as --fail-on-regression)",
-                  type="bool", default=False)
-    parser.addini("agentbench_regression_alpha", "significance level (as --regression-alpha)", default="")
+    """``--opencomputer-timeout``: a finite number of seconds > 0 (argparse type)."""
+    return float(_argparse_type(BY_DEST["opencomputer_timeout"].check)(text))

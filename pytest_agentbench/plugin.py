@@ -30,17 +30,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    options.addoption(parser)
-    options.add_audit_options(parser)
-    options.add_mockmed_options(parser)
-    options.add_waa_options(parser)
-    options.add_pool_options(parser)
-    options.add_agent_options(parser)
-    options.add_extradup_options(parser)
-    options.add_opencomputer_options(parser)
-    options.add_sandbox_options(parser)
-    options.add_trajectory_options(parser)
-    options.add_trial_options(parser)
+    options.addoption(parser)  # every option and ini key, from the table in options.py
 
 
 def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[dict]) -> None:
@@ -57,7 +47,7 @@ def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[d
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--agentbench-reap`` runs instead of a session; ``--pool-dry-run`` only collects (so
     ``-k`` and ``-m`` choose the tasks it prices) and never starts a worker or a VM."""
-    if config.getoption("agentbench_reap", False):
+    if options.setting(config, "agentbench_reap"):
         from .infra.pool_plugin import run_reaper
 
         try:
@@ -65,12 +55,13 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         except pytest.UsageError as exc:
             print(f"ERROR: {exc}")
             return int(pytest.ExitCode.USAGE_ERROR)
-    if config.getoption("pool_dry_run", False) and not config.getoption("dry_run", False):
-        if not (config.getoption("pool") or str(config.getini("agentbench_pool")).strip()):
+    dry_run = options.setting(config, "dry_run")
+    if options.setting(config, "pool_dry_run") and not dry_run:
+        if not options.setting(config, "pool"):
             raise pytest.UsageError("--pool-dry-run needs --pool static|aws|azure (the pool to price)")
         config.option.collectonly = True
         _count_only(config)
-    if config.getoption("dry_run", False):
+    if dry_run:
         config.option.collectonly = True
         _count_only(config)
     return None
@@ -104,14 +95,20 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    options.check_trajectory_min(config)
-    options.check_settings(config)
-    if options.audit_requested(config):
-        _configure_audit(config)
-    if not options.benchmarks_requested(config):
+    options.configure(config)  # old spellings warned about; every value checked (a usage error)
+    benchmarks = options.benchmarks_requested(config)
+    audit = options.audit_requested(config)
+    if benchmarks:
+        _warn_unused_mockmed_options(config)
+    else:
         _warn_unused_bench_options(config)
+    options.apply_settings(config)  # from here config.getoption(dest) sees ini values and defaults too
+    if benchmarks or audit:
+        config.pluginmanager.register(ShortFixtureNames, "agentbench-fixture-names")
+    if audit:
+        _configure_audit(config)
+    if not benchmarks:
         return
-    _warn_unused_mockmed_options(config)
     from .session import STATE_KEY, AgentbenchPlugin, is_worker
 
     state = AgentbenchPlugin(config, options.settings_from_config(config))
@@ -137,29 +134,18 @@ def pytest_configure(config: pytest.Config) -> None:
 def _warn_unused_bench_options(config: pytest.Config) -> None:
     """Options that only act on benchmark items do nothing without ``--bench``: say so once, rather
     than let ``pytest --pool aws`` look like it ran on a pool."""
-    given = [flag for flag, dest in (("--pool", "pool"), ("--dry-run", "dry_run"), ("--max-cost-usd", "max_cost_usd"),
-                                     ("--max-cost-usd-per-task", "max_cost_usd_per_task"), ("--agent", "agent"),
-                                     ("--tasks", "tasks"), ("--bench-task", "bench_task"), ("--min-success", "min_success"),
-                                     ("--screenshots", "screenshots"), ("--max-steps", "max_steps"),
-                                     ("--run-name", "run_name"), ("--baseline", "baseline"),
-                                     ("--trials", "trials"), ("--trial-seed", "trial_seed"), ("--compare", "compare"),
-                                     ("--fail-on-regression", "fail_on_regression"), ("--resume", "resume"))
-             if config.getoption(dest, None) not in (None, False, "")]
+    given = [opt.flag for opt in options.OPTIONS if opt.bench_only and options.given_on_command_line(config, opt.dest)]
     if given and not hasattr(config, "workerinput"):
         config.issue_config_time_warning(pytest.PytestConfigWarning(
             f"{', '.join(given)} given without --bench: nothing uses it (name a benchmark with --bench NAME)"), stacklevel=2)
-
-
-MOCKMED_FLAGS = (("--mockmed-condition", "mockmed_condition"), ("--mockmed-arm", "mockmed_arm"),
-                 ("--mockmed-runs", "mockmed_runs"), ("--mockmed-driver", "mockmed_driver"),
-                 ("--mockmed-workflow", "mockmed_workflow"))
 
 
 def _warn_unused_mockmed_options(config: pytest.Config) -> None:
     """MockMed's options do nothing for another benchmark: say so once."""
     if "mockmed" in options.benchmarks_requested(config) or hasattr(config, "workerinput"):
         return
-    given = [flag for flag, dest in MOCKMED_FLAGS if config.getoption(dest, None) not in (None, "")]
+    given = [opt.flag for opt in options.OPTIONS
+             if opt.group == "agentbench-mockmed" and options.given_on_command_line(config, opt.dest)]
     if given:
         config.issue_config_time_warning(pytest.PytestConfigWarning(
             f"{', '.join(given)} given, but --bench has no mockmed: nothing uses it"), stacklevel=2)
@@ -248,11 +234,12 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
             state = config.stash.get(STATE_KEY, None)
             path = state.settings.agent_script if state is not None else config.getoption("agent_script")
         if not path:
-            raise pytest.UsageError("--agent scripted needs --agent-script FILE (a JSON object of actions per task id)")
+            raise pytest.UsageError("--bench-agent scripted needs --bench-agent-script FILE (a JSON object of actions "
+                                    "per task id)")
         try:
             return ScriptedAgent(load_script(path))
         except ValueError as exc:
-            raise pytest.UsageError(f"--agent-script: {exc}") from None
+            raise pytest.UsageError(f"--bench-agent-script: {exc}") from None
 
     def api_claude(config: pytest.Config | None) -> Agent:
         from .agents.claude import make_agent
@@ -271,7 +258,7 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
 
     registry.register("mock", mock, description="clicks the button the mock checker looks for, then done")
     registry.register("noop", noop, description="says done at once; fails every task")
-    registry.register("scripted", scripted, description="plays actions per task id from --agent-script FILE")
+    registry.register("scripted", scripted, description="plays actions per task id from --bench-agent-script FILE")
     def api_claude_estimate(config: pytest.Config | None, screen: tuple[int, int]) -> object:
         from .agents.claude import estimate_for  # needs neither the SDK nor a key
 
@@ -279,8 +266,8 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
 
     registry.register("api-claude", api_claude, description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)",
                       estimate=api_claude_estimate)
-    registry.register("http", http, description="an agent served elsewhere: --agent-url URL (POST /act, /reset; GET /health)")
-    registry.register("replay", replay, description="replays a compiled workflow per task: --replay-bundles DIR/<task id>/workflow.json")
+    registry.register("http", http, description="an agent served elsewhere: --bench-agent-url URL (POST /act, /reset; GET /health)")
+    registry.register("replay", replay, description="replays a compiled workflow per task: --bench-replay-bundles DIR/<task id>/workflow.json")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -293,11 +280,8 @@ def pytest_agentbench_register_audit_adapters(registry: AdapterRegistry) -> None
     def appworld(config: pytest.Config | None) -> object:
         from .audit.adapters.appworld import AppWorldAdapter, AppWorldSetupError
 
-        python = config.getoption("appworld_python") if config is not None else None
-        root = config.getoption("appworld_root") if config is not None else None
-        if config is not None:
-            python = python or str(config.getini("agentbench_appworld_python")).strip() or None
-            root = root or str(config.getini("agentbench_appworld_root")).strip() or None
+        python = options.setting(config, "appworld_python") if config is not None else None
+        root = options.setting(config, "appworld_root") if config is not None else None
         try:
             return AppWorldAdapter.from_env(python=python, root=root)
         except AppWorldSetupError as exc:
@@ -308,9 +292,13 @@ def pytest_agentbench_register_audit_adapters(registry: AdapterRegistry) -> None
 
 
 # -- fixtures ------------------------------------------------------------------------------------
-@pytest.fixture
+# Every fixture of the plugin has a name of its own (``agentbench_*``): installed plugins load in
+# every project, and a plain ``agent`` or ``vm`` fixture would shadow or collide with a project's.
+# The short names (``agent``, ``vm``, ``sandbox``, ``episode``, ``bench_task``, ``bench_env``,
+# ``run_record``, ``audit_run``) exist only in runs that ask for a benchmark or an audit
+# (``ShortFixtureNames``, registered in ``pytest_configure``).
 def bench_task(request: pytest.FixtureRequest) -> Task:
-    """The task of the current benchmark item."""
+    """The task of the current benchmark item (``bench_task`` in benchmark runs)."""
     from .session import task_from_item
 
     return task_from_item(request.node)
@@ -318,26 +306,32 @@ def bench_task(request: pytest.FixtureRequest) -> Task:
 
 # Fixtures take ``pytestconfig`` rather than ``request`` where they can: each ``request`` look-up
 # costs pytest a new fixture definition per item, which is measurable at hundreds of tasks.
-@pytest.fixture
-def bench_env(bench_task: Task, pytestconfig: pytest.Config) -> Benchmark:
-    """The benchmark (environment and checker) of the current item; one instance per process."""
+agentbench_task = pytest.fixture(name="agentbench_task")(bench_task)
+
+
+def bench_env(agentbench_task: Task, pytestconfig: pytest.Config) -> Benchmark:
+    """The benchmark (environment and checker) of the current item; one instance per process
+    (``bench_env`` in benchmark runs)."""
     from .session import config_state
 
-    return config_state(pytestconfig).benchmark(bench_task.benchmark)
+    return config_state(pytestconfig).benchmark(agentbench_task.benchmark)
+
+
+agentbench_env = pytest.fixture(name="agentbench_env")(bench_env)
 
 
 @pytest.fixture(scope="session")
-def agent(pytestconfig: pytest.Config) -> Agent:
-    """The ``--agent`` agent; one instance per process (the episode loop calls its ``reset``
-    before each task). Override it in a conftest.py, with any scope, to test your own agent
-    object without registering it."""
+def agentbench_agent(pytestconfig: pytest.Config) -> Agent:
+    """The ``--bench-agent`` agent; one instance per process (the episode loop calls its ``reset``
+    before each task). Override it, or ``agent`` in benchmark runs, in a conftest.py, with any
+    scope, to test your own agent object without registering it."""
     from .session import config_state
 
     return config_state(pytestconfig).agent()
 
 
 @pytest.fixture(scope="session")
-def vm(pytestconfig: pytest.Config) -> dict | None:
+def agentbench_vm(pytestconfig: pytest.Config) -> dict | None:
     """The cloud VM this process leased (``--pool aws|azure``), as a dict: ``name``,
     ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``, ``host_key``, ``created_at``.
     Without xdist the first use creates the run's one VM. None with a static pool or no pool."""
@@ -347,7 +341,6 @@ def vm(pytestconfig: pytest.Config) -> dict | None:
     return pools.vm() if pools is not None else None
 
 
-@pytest.fixture
 def run_record(pytestconfig: pytest.Config) -> RunFolder | None:
     """The run folder (None under --collect-only)."""
     from .session import config_state
@@ -355,7 +348,9 @@ def run_record(pytestconfig: pytest.Config) -> RunFolder | None:
     return config_state(pytestconfig).run_folder
 
 
-@pytest.fixture
+agentbench_run_record = pytest.fixture(name="agentbench_run_record")(run_record)
+
+
 def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
     """Plays the item's episode during setup and returns its record.
 
@@ -376,9 +371,11 @@ def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
     return record
 
 
+#: The episode fixture: it asks for ``agent``, so a conftest override of ``agent`` (short name) or
+#: of ``agentbench_agent`` (which the short ``agent`` returns) is the agent that plays.
+agentbench_episode = pytest.fixture(name="agentbench_episode")(episode)
 
 
-@pytest.fixture
 def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Sandbox]:
     """A fresh sandbox folder for this test: ``sandbox.run(argv, timeout=...)`` runs a command in it
     with ``/home/user`` and ``/tmp`` as its only writable folders and no network (bubblewrap), or
@@ -393,7 +390,6 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
         box.close()
 
 
-@pytest.fixture
 def audit_run(request: pytest.FixtureRequest) -> dict:
     """Audits the item's task (once per task per process) during setup and returns this item's
     run result. Runs that could not be judged (error, invalid control, no reference) fail here,
@@ -414,3 +410,31 @@ def audit_run(request: pytest.FixtureRequest) -> dict:
         label = {"not-delivered": "error", "invalid": "invalid", "no-reference": "not audited"}[kind]
         pytest.fail(f"{label}: {run.get('reason')}", pytrace=False)
     return run
+
+
+agentbench_sandbox = pytest.fixture(name="agentbench_sandbox")(sandbox)
+agentbench_audit_run = pytest.fixture(name="agentbench_audit_run")(audit_run)
+
+
+def _short_agent(agentbench_agent: Agent) -> Agent:
+    return agentbench_agent
+
+
+def _short_vm(agentbench_vm: dict | None) -> dict | None:
+    return agentbench_vm
+
+
+class ShortFixtureNames:
+    """The short fixture names, registered as a plugin only in runs that ask for a benchmark or an
+    audit. ``agent`` and ``vm`` return the ``agentbench_`` fixture (so overriding either name
+    wins); the function-scoped ones are the same fixture function under a second name, which adds
+    no fixture layer per item."""
+
+    agent = pytest.fixture(scope="session", name="agent")(_short_agent)
+    vm = pytest.fixture(scope="session", name="vm")(_short_vm)
+    episode = pytest.fixture(name="episode")(episode)
+    sandbox = pytest.fixture(name="sandbox")(sandbox)
+    audit_run = pytest.fixture(name="audit_run")(audit_run)
+    bench_task = pytest.fixture(name="bench_task")(bench_task)
+    bench_env = pytest.fixture(name="bench_env")(bench_env)
+    run_record = pytest.fixture(name="run_record")(run_record)

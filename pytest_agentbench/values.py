@@ -1,5 +1,5 @@
-"""Checks of the values users give on the command line and in ini files: numbers in a range,
-ports, URLs, CIDR blocks, AWS subnet ids and run names.
+"""Checks of the values users give on the command line and in ini files: whole numbers and
+numbers in a range, rates, dollar amounts, ports, URLs, CIDR blocks, AWS subnet ids and run names.
 
 Each check returns the value in its normal form or raises ``ValueError`` with one line naming the
 option, the bad value and what a good one looks like. ``options.py`` turns them into argparse
@@ -34,6 +34,43 @@ def number(flag: str, text: str, *, low: float, high: float, low_open: bool = Fa
         zero_text = "0 or " if zero else ""
         raise ValueError(f"{flag} must be {zero_text}{lower} and at most {high:g}{f' {unit}' if unit else ''}, "
                          f"got {text!r}")
+    return value
+
+
+def whole(flag: str, text: str, *, low: int, high: int | None = None, note: str = "") -> int:
+    """A whole number in ``[low, high]`` (no upper bound when ``high`` is None)."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{flag} must be a whole number >= {low}{note}, got {text!r}") from None
+    if value < low:
+        raise ValueError(f"{flag} must be >= {low}{note}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{flag} must be at most {high}{note}, got {value}")
+    return value
+
+
+def rate(flag: str, text: str) -> float:
+    """A share from 0 to 1, written ``0.8`` or ``80%``."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise ValueError(f"{flag} must be a rate such as 0.8 or 80%, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{flag} must be between 0 and 1 (or 0% and 100%), got {text!r}")
+    return value
+
+
+def money(flag: str, text: str) -> float:
+    """An amount in US dollars > 0 (``5``, ``0.50``, ``$5``)."""
+    raw = str(text).strip()
+    try:
+        value = float(raw.lstrip("$"))
+    except ValueError:
+        raise ValueError(f"{flag} must be an amount in US dollars such as 5 or 0.50, got {text!r}") from None
+    if not 0 < value < math.inf:
+        raise ValueError(f"{flag} must be more than 0, got {text!r}")
     return value
 
 

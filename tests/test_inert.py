@@ -9,7 +9,7 @@ HEAVY = ("pydantic", "httpx", "PIL", "pytest_agentbench.model", "pytest_agentben
 
 
 def test_importing_the_plugin_loads_no_heavy_module():
-    code = "import sys, pytest_agentbench.plugin, pytest_agentbench; print([m for m in %r if m in sys.modules])" % (HEAVY,)
+    code = f"import sys, pytest_agentbench.plugin, pytest_agentbench; print([m for m in {HEAVY!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -31,7 +31,7 @@ def pytest_sessionfinish(session):
 
 
 def test_fixtures_outside_a_benchmark_run_say_what_is_missing(pytester):
-    pytester.makepyfile(test_uses="def test_uses(run_record): pass")
+    pytester.makepyfile(test_uses="def test_uses(agentbench_run_record): pass")
     result = pytester.runpytest("-p", "no:benchmark")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the agentbench fixtures need a benchmark run (--bench NAME)*"])

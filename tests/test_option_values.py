@@ -123,5 +123,5 @@ def test_benchmark_options_without_a_benchmark_say_so(run, args):
 def test_mockmed_options_with_another_benchmark_say_so(run):
     result = run(*B, "--tasks", "1", "--mockmed-runs", "2", "--mockmed-arm", "compiled")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*PytestConfigWarning: --mockmed-arm, --mockmed-runs given, but --bench has no "
-                                 "mockmed: nothing uses it*"])
+    result.stdout.fnmatch_lines([("*PytestConfigWarning: --mockmed-arm, --mockmed-runs given, but --bench has no "
+                                  "mockmed: nothing uses it*")])
