@@ -18,7 +18,7 @@
    for every run, as real benchmarks do). Its tasks cycle
    through four kinds (a loophole checker, a counting checker, an idempotent update, a single
    idempotent write), so items end as killed, false accept, equivalent and refused, like the toy's.
-   It is timed with ``--limit 0`` in one process and under ``-n 2`` (``--workers``), next to a bare
+   It is timed with ``--audit-limit 0`` in one process and under ``-n 2`` (``--workers``), next to a bare
    file of as many trivial parametrized tests (``benchmarks/overhead.py``'s), and reported as
    audit items per second: by wall clock (the whole process) and by pytest's own session time.
 
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     scaled_files = {"scaled_audit.py": SCALED_ADAPTER.format(n=args.tasks, run_s=args.run_ms / 1000), "conftest.py": SCALED_CONFTEST}
     scaled_expect = scaled_counts(args.tasks)
     toy = ["--audit-verifier=toy"]
-    scaled = ["--audit-verifier=scaled", "--limit", "0"]
+    scaled = ["--audit-verifier=scaled", "--audit-limit", "0"]
     par = ["-n", str(args.workers)]
 
     samples: dict[str, list[dict[str, Any]]] = {k: [] for k in (
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
 
     # -- 2. scaled ---------------------------------------------------------------------------------
-    print(f"2. scaled synthetic adapter: {args.tasks} tasks x {OPERATORS} operators = {items} items, --limit 0, "
+    print(f"2. scaled synthetic adapter: {args.tasks} tasks x {OPERATORS} operators = {items} items, --audit-limit 0, "
           f"median of {args.scaled_repeat} runs"
           + (f", {args.run_ms:g} ms pause per reference and per delivered run" if args.run_ms else ""))
     print("   (" + ", ".join(f"{v} {k}" for k, v in scaled_expect.items()) + "; exit code 1)")

@@ -14,7 +14,7 @@ row        ours / reference                                              goal
 ========== ============================================================= ==================
 item       per mock item: (wall(2000) - wall(5)) / 1995, against the     <= 2.0x
            same slope of bare parametrized items
-mock500    ``--bench=mock --tasks 500``, whole process (absolute)         < 1.0 s
+mock500    ``--bench=mock --bench-limit 500``, whole process (absolute)         < 1.0 s
 rss        peak RSS of 2,000 mock tasks against 2,000 bare items          <= 1.3x
 collect    ``--collect-only`` of 2,000 mock tasks against 2,000 bare      <= 1.2x
 waa        ``--collect-only`` of the 154 WAA tasks in tests/data/waa      <= 1.2x
@@ -135,7 +135,7 @@ def run(side: Side, env: dict[str, str]) -> dict[str, float]:
 
 # -- rows ----------------------------------------------------------------------------------------
 def mock(n: int, *extra: str) -> Side:
-    return Side(["--bench=mock", f"--tasks={n}", *extra], expect=rf"\b{n} passed")
+    return Side(["--bench=mock", f"--bench-limit={n}", *extra], expect=rf"\b{n} passed")
 
 
 def row_item() -> tuple[Side, Side, Side, Side]:
@@ -151,7 +151,7 @@ def row_mock500() -> tuple[Side, Side]:
 
 
 def row_collect() -> tuple[Side, Side]:
-    return (Side(["--bench=mock", "--tasks=2000", "--collect-only"], expect=r"2000 tests? collected"),
+    return (Side(["--bench=mock", "--bench-limit=2000", "--collect-only"], expect=r"2000 tests? collected"),
             Side(["--collect-only"], bare(2000), r"2000 tests? collected"))
 
 
@@ -178,7 +178,7 @@ def row_audit() -> tuple[Side, Side]:
                  f"    if i < {counts.get('skipped', 0)}:\n        pytest.skip('no')\n"
                  f"    assert i >= {counts.get('skipped', 0) + counts.get('failed', 0)}\n")
     expect = r"\d+ failed"
-    return (Side(["--audit-verifier=scaled", "--limit", "0"], files, expect, rc=(1,)),
+    return (Side(["--audit-verifier=scaled", "--audit-limit", "0"], files, expect, rc=(1,)),
             Side([], {"test_bare.py": bare_text}, expect, rc=(1,)))
 
 

@@ -114,7 +114,7 @@ def matrix_run(base: list[str], env: dict[str, str], *, extra: list[str], runs: 
     try:
         (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # pins the rootdir here
         cmd = [sys.executable, "-m", "pytest", "--bench=mockmed", "-q", "-p", "no:cacheprovider", *base, *extra,
-               "--run-name", RUN_NAME]
+               "--bench-run-name", RUN_NAME]
         if empty:
             cmd += ["-k", NO_MATCH]
         cpu0 = _children_cpu()

@@ -4,7 +4,7 @@
 Times, in fresh temporary directories and in subprocesses (``python -m pytest -q -p
 no:cacheprovider ...``), the median wall clock of
 
-* ``pytest --bench=mock --tasks N`` for each N in ``--sizes`` (default 5, 50, 500);
+* ``pytest --bench=mock --bench-limit N`` for each N in ``--sizes`` (default 5, 50, 500);
 * a bare test file with N trivial parametrized items (``def test_x(i): pass``);
 * an empty run of each (one item collected, then deselected with ``-k``), which is the fixed cost
   of starting Python, pytest, the plugins and (for mock) the run folder, with no item run.
@@ -194,7 +194,7 @@ def timed_run(kind: str, n: int, base_args: list[str], env: dict[str, str], keep
         (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # pins the rootdir here
         args = list(base_args)
         if kind == "mock":
-            args += ["--bench=mock", f"--tasks={max(n, 1)}"]
+            args += ["--bench=mock", f"--bench-limit={max(n, 1)}"]
             if resdir is not None:
                 args.append(f"--results-dir={resdir}")
         else:

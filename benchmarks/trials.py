@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What ``--trials K`` costs: ``pytest --bench=mock --tasks N --trials K`` against one trial.
+"""What ``--bench-trials K`` costs: ``pytest --bench=mock --bench-limit N --bench-trials K`` against one trial.
 
 Times, in fresh temporary directories and in subprocesses (``python -m pytest -q -p
 no:cacheprovider ...``, the plugins and bytecode cache set up as in ``overhead.py``), the median
@@ -82,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     n, k = args.tasks, args.trials
     disabled, base, pycache, env, info = prepare(args.keep_plugins, False, "agentbench-trials-pyc-")
     configs = {
-        "empty": [*base, "--bench=mock", "--tasks=1", "-k", NO_MATCH],
-        "one trial": [*base, "--bench=mock", f"--tasks={n}"],
-        f"{k} trials": [*base, "--bench=mock", f"--tasks={n}", f"--trials={k}"],
-        "same items": [*base, "--bench=mock", f"--tasks={n * k}"],
+        "empty": [*base, "--bench=mock", "--bench-limit=1", "-k", NO_MATCH],
+        "one trial": [*base, "--bench=mock", f"--bench-limit={n}"],
+        f"{k} trials": [*base, "--bench=mock", f"--bench-limit={n}", f"--bench-trials={k}"],
+        "same items": [*base, "--bench=mock", f"--bench-limit={n * k}"],
     }
     samples: dict[str, list[float]] = {name: [] for name in configs}
     try:

@@ -27,7 +27,7 @@ class Usage:
 
 @dataclass(frozen=True)
 class StepEstimate:
-    """What one step is expected to cost (for ``--dry-run``); ``how`` says how it was worked out."""
+    """What one step is expected to cost (for ``--bench-dry-run``); ``how`` says how it was worked out."""
 
     cost_usd: float
     input_tokens: int
@@ -44,14 +44,14 @@ class Agent(ABC):
     the agent itself broke. Whatever the agent claims, the benchmark's checker decides the score.
     """
 
-    #: The name used for records and reports; the registry name when built from ``--agent``.
+    #: The name used for records and reports; the registry name when built from ``--bench-agent``.
     name: str = "agent"
-    #: Set by the runner before each episode when ``--max-cost-usd`` caps spending. An agent that
+    #: Set by the runner before each episode when ``--bench-max-cost-usd`` caps spending. An agent that
     #: calls a model more than once per ``act`` should call ``self.budget.check(pending=...)``
     #: before each call; the runner itself checks before every ``act``.
     budget: Budget | None = None
     #: Set by the runner before each episode: which trial of the task this is (1..K with
-    #: ``--trials K``) and a seed for it, stable across reruns with the same ``--trial-seed``. An
+    #: ``--bench-trials K``) and a seed for it, stable across reruns with the same ``--bench-trial-seed``. An
     #: agent that samples may seed its sampler with it, so trials differ and reruns repeat.
     trial: int = 1
     seed: int | None = None
@@ -78,6 +78,6 @@ class Agent(ABC):
         return None
 
     def estimate_step(self, screen: tuple[int, int]) -> StepEstimate | None:
-        """The expected cost of one step on a screen of ``screen`` pixels, for ``--dry-run``.
+        """The expected cost of one step on a screen of ``screen`` pixels, for ``--bench-dry-run``.
         None: a step costs nothing (no model)."""
         return None

@@ -1,4 +1,4 @@
-"""``--baseline``: read an earlier run's results and list the tasks that did not pass there."""
+"""``--bench-baseline``: read an earlier run's results and list the tasks that did not pass there."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def load_baseline(path: Path) -> dict[str, str]:
     """``{"<bench>::<task_id>": status}`` for every task that did not pass in the baseline run.
 
     ``path`` is a results.jsonl file or a run folder holding one. A task passed when its checker
-    said so (``success`` true), whatever pytest outcome it had then. With ``--trials`` a task
+    said so (``success`` true), whatever pytest outcome it had then. With ``--bench-trials`` a task
     passed only when every trial did (the first failing trial's status is given), whatever order
     the trials were recorded in; a record repeated for the same trial replaces the earlier one.
     """

@@ -63,7 +63,7 @@ class Benchmark(ABC):
         """Score the end state with the benchmark's own checker."""
 
     def agent_for(self, task: Task) -> Any:
-        """The agent this task must be played by, or None for the ``--agent`` agent.
+        """The agent this task must be played by, or None for the ``--bench-agent`` agent.
 
         Benchmarks whose tasks are (environment, agent) pairs, such as a comparison of arms,
         return the task's own agent here."""
@@ -71,8 +71,8 @@ class Benchmark(ABC):
 
     @property
     def player(self) -> str | None:
-        """What plays every task when it is not the ``--agent`` agent (``"arms"``, ``"end-state"``),
-        for names the run shows, such as the run folder's; None when the ``--agent`` agent plays."""
+        """What plays every task when it is not the ``--bench-agent`` agent (``"arms"``, ``"end-state"``),
+        for names the run shows, such as the run folder's; None when the ``--bench-agent`` agent plays."""
         return None
 
     def close(self) -> None:

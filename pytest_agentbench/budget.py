@@ -1,4 +1,4 @@
-"""Spending caps: ``--max-cost-usd`` for the run and ``--max-cost-usd-per-task`` for each task.
+"""Spending caps: ``--bench-max-cost-usd`` for the run and ``--bench-max-cost-usd-per-task`` for each task.
 
 The runner checks the budget before every ``act`` (and agents that call their model more than
 once per ``act`` check before each call), and charges each step's reported cost after it. Two
@@ -72,7 +72,7 @@ class Budget:
         return self.run_limit is not None and self.run_spent >= self.run_limit
 
     def run_message(self) -> str:
-        return f"budget spent: the run's --max-cost-usd {_usd(self.run_limit or 0)} is spent ({_usd(self.run_spent)})"
+        return f"budget spent: the run's --bench-max-cost-usd {_usd(self.run_limit or 0)} is spent ({_usd(self.run_spent)})"
 
     def check(self, pending: float = 0.0) -> None:
         """Raise :class:`BudgetSpent` if the next model call may not be made. ``pending`` is cost
@@ -80,7 +80,7 @@ class Budget:
         if self.run_limit is not None and self.run_spent + pending >= self.run_limit:
             raise BudgetSpent("run", self.run_message())
         if self.task_limit is not None and self.task_spent + pending >= self.task_limit:
-            raise BudgetSpent("task", f"per-task budget spent: --max-cost-usd-per-task {_usd(self.task_limit)} "
+            raise BudgetSpent("task", f"per-task budget spent: --bench-max-cost-usd-per-task {_usd(self.task_limit)} "
                                       f"reached ({_usd(self.task_spent + pending)})")
 
     def charge(self, usd: float) -> None:

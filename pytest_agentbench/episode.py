@@ -2,7 +2,7 @@
 
 Rules (each fixes a fault of the reference runner):
 
-* **Step limit.** An explicit ``max_steps`` (``--max-steps``) beats the task's own
+* **Step limit.** An explicit ``max_steps`` (``--bench-max-steps``) beats the task's own
   ``time_limit_steps``; without one the task's limit applies, and without either
   ``DEFAULT_MAX_STEPS``. See :func:`step_limit`.
 * **Step counting.** ``num_steps`` is the number of actions the environment executed. Terminal

@@ -1,6 +1,6 @@
-"""``--dry-run``: what the selected tasks would cost, VM and model, before anything starts.
+"""``--bench-dry-run``: what the selected tasks would cost, VM and model, before anything starts.
 
-The run only collects (so ``-k``, ``-m`` and ``--bench-task`` choose the tasks; with ``--resume RUN``
+The run only collects (so ``-k``, ``-m`` and ``--bench-task`` choose the tasks; with ``--bench-resume RUN``
 only the items RUN has not finished count); no worker, VM or model call is started. The block has the shape of the reference tool's estimate::
 
       154 tasks (agent api-claude, claude-sonnet-4-5):
@@ -11,7 +11,7 @@ only the items RUN has not finished count); no worker, VM or model call is start
 Formulas (written down in docs/user-guide.md):
 
 * model cost per task = steps x the agent's ``StepEstimate.cost_usd``, where steps is the task's
-  step limit (``--max-steps`` or the task's own): an upper bound, since agents usually stop earlier;
+  step limit (``--bench-max-steps`` or the task's own): an upper bound, since agents usually stop earlier;
 * VM cost = the pool's estimate (``infra/prices.estimate``) when ``--pool aws|azure`` is given;
 * for an agent that calls no model (``replay``, ``scripted``), the block adds the pure-agent
   baseline: the same steps, all paid, with ``api-claude`` at its default model, and the saving.

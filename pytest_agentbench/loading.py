@@ -1,4 +1,4 @@
-"""Import a user's ``module:callable`` (``--reward``, ``--opencomputer-judge``): from installed
+"""Import a user's ``module:callable`` (``--bench-reward``, ``--opencomputer-judge``): from installed
 packages, the rootdir or the current folder, the places a conftest-level module would be."""
 
 from __future__ import annotations

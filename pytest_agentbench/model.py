@@ -52,9 +52,9 @@ class Task(_Model):
     instruction: str = Field(default="", description="What the agent is asked to do.")
     domain: str = Field(default="default", description="Domain (application or area) of the task; also a pytest marker.")
     benchmark: str = Field(default="", description="Registry name of the benchmark.")
-    #: The task's own step limit. An explicit ``--max-steps`` beats it (see ``episode.step_limit``).
+    #: The task's own step limit. An explicit ``--bench-max-steps`` beats it (see ``episode.step_limit``).
     time_limit_steps: int | None = Field(default=None, ge=1,
-                                         description="The task's own step limit; an explicit --max-steps beats it.")
+                                         description="The task's own step limit; an explicit --bench-max-steps beats it.")
     tags: list[str] = Field(default_factory=list, description="Free tags; -k matches them.")
     initial_state_ref: str | None = Field(
         default=None, description="Reference to the task's start state (snapshot, fixture file), if any.")

@@ -7,7 +7,7 @@
 | agent error (raised, returned error, out of steps) | failed                       | yes, failure    |
 | checker could not evaluate (passed is None)     | skipped "not evaluated: <why>"  | no              |
 | infrastructure or evaluation error              | error (setup phase)             | no              |
-| known failure (``--baseline``, xfail marker)    | xfailed; a pass becomes XPASS   | by its verdict  |
+| known failure (``--bench-baseline``, xfail marker)    | xfailed; a pass becomes XPASS   | by its verdict  |
 
 A failure's first line names what failed and nothing else (``checker failed: <criterion>``,
 ``agent error: <error>``): it is the line short summaries (``-r``), pytest-sugar, JUnit's
@@ -31,7 +31,7 @@ OutcomeKind = Literal["passed", "failed", "skipped", "error"]
 
 
 class EpisodeFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
-    """A scored failure (checker said no, or the agent erred). The only exception a ``--baseline``
+    """A scored failure (checker said no, or the agent erred). The only exception a ``--bench-baseline``
     xfail accepts, so infrastructure errors of known-failing tasks still show as errors.
 
     It presents itself as pytest's own ``Failed`` so reports read ``Failed: <reason>``."""

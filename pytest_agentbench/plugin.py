@@ -114,7 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = AgentbenchPlugin(config, options.settings_from_config(config))
     from .trials import configure_trials
 
-    configure_trials(config, controller=not is_worker(config))  # --trials, --compare, --resume
+    configure_trials(config, controller=not is_worker(config))  # --bench-trials, --bench-compare, --bench-resume
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "agentbench-session")
     if not is_worker(config):

@@ -74,7 +74,7 @@ class BenchmarkRegistry(_Registry["Benchmark"]):
 class AgentRegistry(_Registry["Agent"]):
     def __init__(self) -> None:
         super().__init__("agent")
-        #: name -> ``estimate(config, screen) -> StepEstimate | None``, for ``--dry-run`` without
+        #: name -> ``estimate(config, screen) -> StepEstimate | None``, for ``--bench-dry-run`` without
         #: building the agent (which may need an API key the estimate does not)
         self.estimators: dict[str, Callable[..., Any]] = {}
 

@@ -1,4 +1,4 @@
-"""``--resume RUN``: continue an interrupted run in its own folder.
+"""``--bench-resume RUN``: continue an interrupted run in its own folder.
 
 A long run that dies at task 120 of 154 should not start over. At session start the controller
 opens RUN's folder instead of making a new one, checks that this selection is the run's (same
@@ -15,7 +15,7 @@ started), and splits RUN's records:
 
 Under xdist the controller hands the done node ids to the workers, which leave out the same items
 while collecting. The budget ledger is the run folder's, so money already spent counts against
-``--max-cost-usd``; a cloud pool creates VMs only for the items left (``items_left``), and a dry
+``--bench-max-cost-usd``; a cloud pool creates VMs only for the items left (``items_left``), and a dry
 run prices only those (``not_done``).
 """
 
@@ -70,8 +70,8 @@ def is_final(record: Mapping[str, Any]) -> bool:
 
 def mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
     """The first difference between the run's identity and this selection's, in words."""
-    for key, label in (("benchmarks", "benchmarks"), ("agent", "agent"), ("trials", "--trials"),
-                       ("trial_seed", "--trial-seed")):
+    for key, label in (("benchmarks", "benchmarks"), ("agent", "agent"), ("trials", "--bench-trials"),
+                       ("trial_seed", "--bench-trial-seed")):
         if old.get(key) != new.get(key):
             return f"{label} was {old.get(key)!r} there, {new.get(key)!r} here"
     if old.get("tasks") != new.get("tasks"):
@@ -101,7 +101,7 @@ class Resume:
     def check(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> None:
         """Check RUN against this selection and split its records, writing nothing (a dry run
         prices only what is left with this)."""
-        flag = f"--resume {self.folder.path}"
+        flag = f"--bench-resume {self.folder.path}"
         new = identity(state, manifest, trials, seed)
         run_file = self.folder.path / RUN_FILE
         try:
@@ -114,7 +114,7 @@ class Resume:
         problem = mismatch(old, new)
         if problem:
             raise pytest.UsageError(f"{flag}: this selection is not that run's ({problem}); "
-                                    "pass the same --bench, --agent, task selection, --trials and --trial-seed")
+                                    "pass the same --bench, --bench-agent, task selection, --bench-trials and --bench-trial-seed")
         records: list[dict[str, Any]] = []
         if self.folder.results_path.exists():
             try:
@@ -236,8 +236,8 @@ def reports_of(record: Mapping[str, Any], note: str) -> list[pytest.TestReport]:
 
 
 def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
-    """Controller, session start: with ``--resume``, RUN's folder (checked and split), its final
-    records already in the controller's list; None without ``--resume``."""
+    """Controller, session start: with ``--bench-resume``, RUN's folder (checked and split), its final
+    records already in the controller's list; None without ``--bench-resume``."""
     from .trials import trial_settings
 
     settings = trial_settings(config)
@@ -261,7 +261,7 @@ def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
 
 
 def record_identity(controller: Any, config: pytest.Config, folder: RunFolder) -> None:
-    """Controller, session start: write run.json, what a later ``--resume`` checks against."""
+    """Controller, session start: write run.json, what a later ``--bench-resume`` checks against."""
     from .trials import trial_settings
 
     settings = trial_settings(config)
@@ -284,7 +284,7 @@ def items_left(config: pytest.Config, manifest: Manifest | None) -> int | None:
 
 
 def not_done(config: pytest.Config, state: AgentbenchPlugin, items: list[Any]) -> list[Any]:
-    """``items`` less those a resumed run has done: what a dry run of ``--resume RUN`` prices.
+    """``items`` less those a resumed run has done: what a dry run of ``--bench-resume RUN`` prices.
     The dry run only collects, so RUN is checked here, read-only (a mismatch is a usage error)."""
     from .trials import trial_settings
 

@@ -102,11 +102,11 @@ class AgentbenchPlugin:
         return self._agent_registry
 
     def make_agent(self) -> Agent:
-        """Build the ``--agent`` agent. Unknown names and factory errors are usage errors."""
+        """Build the ``--bench-agent`` agent. Unknown names and factory errors are usage errors."""
         registry = self.agent_registry
         name = self.settings.agent
         if name not in registry:
-            raise pytest.UsageError(f"unknown agent {name!r} in --agent; available: {', '.join(registry.names())}")
+            raise pytest.UsageError(f"unknown agent {name!r} in --bench-agent; available: {', '.join(registry.names())}")
         try:
             agent = registry.create(name, self.config)
         except pytest.UsageError:
@@ -146,8 +146,8 @@ class AgentbenchPlugin:
                 try:
                     self.known_failures = load_baseline(self.settings.baseline)
                 except ValueError as exc:
-                    raise pytest.UsageError(f"--baseline: {exc}") from None
-            # Fail fast on a bad --agent (unknown name, missing API key) before anything starts;
+                    raise pytest.UsageError(f"--bench-baseline: {exc}") from None
+            # Fail fast on a bad --bench-agent (unknown name, missing API key) before anything starts;
             # a dry run calls no model, so it needs no key.
             if not config.getoption("dry_run", False):
                 self.make_agent().close()
@@ -282,7 +282,7 @@ class AgentbenchPlugin:
 
     @property
     def budget(self) -> Budget | None:
-        """The spending caps (``--max-cost-usd``, ``--max-cost-usd-per-task``); None without them.
+        """The spending caps (``--bench-max-cost-usd``, ``--bench-max-cost-usd-per-task``); None without them.
         Every process charges one ledger in the run folder, so the run's cap holds across workers."""
         if self._budget is False:
             return None
@@ -290,8 +290,8 @@ class AgentbenchPlugin:
             from .budget import Budget
             from .options import money_setting
 
-            run = money_setting(self.config, "max_cost_usd", "--max-cost-usd")
-            task = money_setting(self.config, "max_cost_usd_per_task", "--max-cost-usd-per-task")
+            run = money_setting(self.config, "max_cost_usd", "--bench-max-cost-usd")
+            task = money_setting(self.config, "max_cost_usd_per_task", "--bench-max-cost-usd-per-task")
             if run is None and task is None:
                 self._budget = False  # looked up once: no caps
                 return None
@@ -330,7 +330,7 @@ class AgentbenchPlugin:
         return scrub
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """``--dry-run``: price the selected items now, while the benchmarks are still open."""
+        """``--bench-dry-run``: price the selected items now, while the benchmarks are still open."""
         if is_worker(self.config) or not self.config.getoption("dry_run", False):
             return
         from .estimate import lines

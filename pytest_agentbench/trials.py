@@ -1,14 +1,14 @@
-"""``--trials K``: every task played K times, as K independent items.
+"""``--bench-trials K``: every task played K times, as K independent items.
 
 With K > 1 a task becomes a collector of K items, ``bench/<bench>::<domain>::<task_id>::trial-<n>``,
 so ``-k <task_id>`` and ``--bench-task <task_id>`` select all of its trials, ``--lf`` reruns the trials
 that failed, and xdist spreads trials over workers like any other items. With K = 1 (the default)
 ids are unchanged. Each trial is its own item: its own episode (the benchmark resets for it), its
 own record and its own trajectory file. The agent is told the trial number and a seed derived from
-``--trial-seed``, the benchmark, the task id and the trial, so a rerun with the same base seed
-hands every trial the same seed (what makes ``--resume`` and reruns comparable).
+``--bench-trial-seed``, the benchmark, the task id and the trial, so a rerun with the same base seed
+hands every trial the same seed (what makes ``--bench-resume`` and reruns comparable).
 
-The settings of trials, ``--compare`` and ``--resume`` are validated here, once, at configure time.
+The settings of trials, ``--bench-compare`` and ``--bench-resume`` are validated here, once, at configure time.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def trial_settings(config: pytest.Config) -> TrialSettings:
     cached = config.stash.get(SETTINGS_KEY, None)
     if cached is not None:
         return cached
-    trials = _whole(setting(config, "trials"), "--trials", 1, 1)
-    seed = _whole(setting(config, "trial_seed"), "--trial-seed", 0, 0)
+    trials = _whole(setting(config, "trials"), "--bench-trials", 1, 1)
+    seed = _whole(setting(config, "trial_seed"), "--bench-trial-seed", 0, 0)
     alpha_text = setting(config, "regression_alpha")
     alpha = DEFAULT_ALPHA
     if alpha_text is not None:
@@ -80,21 +80,21 @@ def trial_settings(config: pytest.Config) -> TrialSettings:
         except ValueError:
             alpha = -1.0
         if not 0 < alpha < 1:
-            raise pytest.UsageError(f"--regression-alpha must be a probability between 0 and 1 such as 0.05, got {alpha_text!r}")
+            raise pytest.UsageError(f"--bench-regression-alpha must be a probability between 0 and 1 such as 0.05, got {alpha_text!r}")
     fail = bool(config.getoption("fail_on_regression", None) or config.getini("agentbench_fail_on_regression"))
-    compare = _run_path(setting(config, "compare"), "--compare")
+    compare = _run_path(setting(config, "compare"), "--bench-compare")
     if fail and compare is None:
-        raise pytest.UsageError("--fail-on-regression needs --compare RUN (the run to compare with)")
+        raise pytest.UsageError("--bench-fail-on-regression needs --bench-compare RUN (the run to compare with)")
     resume_text = config.getoption("resume", None)
     resume = None
     if resume_text:
         resume = Path(resume_text)
         if not (resume / "manifest.json").is_file():
-            raise pytest.UsageError(f"--resume {resume_text}: not a run folder (no manifest.json); pass the folder "
+            raise pytest.UsageError(f"--bench-resume {resume_text}: not a run folder (no manifest.json); pass the folder "
                                     "of the run to continue, e.g. benchmark_results/<run>")
     count = config.getoption("count", None)  # pytest-repeat
     if isinstance(count, int) and count > 1:
-        raise pytest.UsageError(f"--count {count} does not repeat benchmark items; use --trials {count} "
+        raise pytest.UsageError(f"--count {count} does not repeat benchmark items; use --bench-trials {count} "
                                 "(independent trials with pass@k and intervals)")
     settings = TrialSettings(trials, seed, compare, fail, alpha, resume)
     config.stash[SETTINGS_KEY] = settings
@@ -176,7 +176,7 @@ def task_nodes(parent: pytest.Collector, task: dict[str, Any],
 
 
 def configure_trials(config: pytest.Config, *, controller: bool) -> TrialSettings:
-    """Validate the settings (usage errors now, not after the run); register the ``--compare``
+    """Validate the settings (usage errors now, not after the run); register the ``--bench-compare``
     gate on the controller and, on an xdist worker of a resumed run, the deselection of done items."""
     settings = trial_settings(config)
     if not controller:

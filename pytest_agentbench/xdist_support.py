@@ -20,7 +20,7 @@ class XdistController:
     def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
         """A cloud pool creates one VM per worker now, before any worker starts (so they boot
         together, and a refusal is a usage error), but none for work already done: never more
-        than the items left to play (``--resume``: those without a final record)."""
+        than the items left to play (``--bench-resume``: those without a final record)."""
         pools = self.state.pools
         if pools is not None and pools.cloud is not None:
             from .infra.pool_plugin import requested_workers
@@ -45,7 +45,7 @@ class XdistController:
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
         from .resume import worker_input
 
-        node.workerinput.update(worker_input(self.state.config))  # --resume: the items already done
+        node.workerinput.update(worker_input(self.state.config))  # --bench-resume: the items already done
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         if self.state.pools is not None:

@@ -227,7 +227,7 @@ def notepad_project(root: Path, count: int) -> list[str]:
     (root / "index.json").write_text(json.dumps({"notepad": ids}))
     (root / "script.json").write_text(json.dumps({"*": NOTEPAD_SOLUTION}))
     return ["--bench=waa", "--waa-examples", str(root / "examples"), "--waa-index", str(root / "index.json"),
-            "--agent", "scripted", "--agent-script", str(root / "script.json")]
+            "--bench-agent", "scripted", "--bench-agent-script", str(root / "script.json")]
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""``--agent api-claude``: Claude with the computer-use tool, against a fake Messages API.
+"""``--bench-agent api-claude``: Claude with the computer-use tool, against a fake Messages API.
 
 Unit tests drive :class:`ClaudeAgent` through the SDK's own mock transport and read the requests it
 sent (tool declaration, beta flag, image sizes, history, pairing, retries); end-to-end tests run
@@ -358,10 +358,10 @@ def test_the_dry_run_estimator_needs_no_key_or_sdk(pytester, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setitem(sys.modules, "anthropic", None)
     assert claude.estimate_for(None, (1920, 1200)).model == claude.DEFAULT_MODEL
-    estimate = claude.estimate_for(_config(pytester, "--agent-model", "claude-opus-4-1"), (1280, 720))
+    estimate = claude.estimate_for(_config(pytester, "--bench-agent-model", "claude-opus-4-1"), (1280, 720))
     assert (estimate.model, estimate.input_tokens) == ("claude-opus-4-1", round(1280 * 720 / 750) + 500)
     assert estimate.cost_usd == pytest.approx(((1229 + 500) * 15 + 300 * 75) / 1e6)
-    unpriced = claude.estimate_for(_config(pytester, "--agent-model", "claude-x-1"), (1280, 720))
+    unpriced = claude.estimate_for(_config(pytester, "--bench-agent-model", "claude-x-1"), (1280, 720))
     assert unpriced.cost_usd == 0 and "no list price" in unpriced.how
 
 
@@ -391,7 +391,7 @@ def _config(pytester, *args: str) -> pytest.Config:
 
 def test_make_agent_needs_the_api_key(pytester, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    with pytest.raises(pytest.UsageError, match=r"--agent api-claude needs ANTHROPIC_API_KEY"):
+    with pytest.raises(pytest.UsageError, match=r"--bench-agent api-claude needs ANTHROPIC_API_KEY"):
         claude.make_agent(_config(pytester))
 
 
@@ -403,7 +403,7 @@ def test_make_agent_needs_the_sdk(pytester, monkeypatch):
 
 def test_make_agent_reads_model_and_timeout(pytester, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    agent = claude.make_agent(_config(pytester, "--agent-model", "claude-haiku-4-5", "--agent-timeout", "7.5"))
+    agent = claude.make_agent(_config(pytester, "--bench-agent-model", "claude-haiku-4-5", "--bench-agent-timeout", "7.5"))
     assert (agent.model, agent.tool_type, agent._client.timeout) == ("claude-haiku-4-5", "computer_20250124", 7.5)
     agent.close()
     default = claude.make_agent(None)
@@ -412,9 +412,9 @@ def test_make_agent_reads_model_and_timeout(pytester, monkeypatch):
 
 
 @pytest.mark.parametrize(("args", "match"), [
-    (("--agent-timeout", "soon"), r"--agent-timeout must be a number of seconds > 0, got 'soon'"),
-    (("--agent-timeout", "0"), r"--agent-timeout must be a number of seconds > 0"),
-    (("--agent-model", "claude-sonnet-5-5"), r"computer_toolset_20260801"),
+    (("--bench-agent-timeout", "soon"), r"--bench-agent-timeout must be a number of seconds > 0, got 'soon'"),
+    (("--bench-agent-timeout", "0"), r"--bench-agent-timeout must be a number of seconds > 0"),
+    (("--bench-agent-model", "claude-sonnet-5-5"), r"computer_toolset_20260801"),
 ])
 def test_make_agent_rejects_bad_settings(pytester, monkeypatch, args, match):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -461,7 +461,7 @@ def claude_env(monkeypatch):
 
 def test_end_to_end_mock_benchmark(run, pytester, claude_env):
     server = claude_env(mock_script)
-    result = run("--bench=mock", "--tasks", "2", "--agent", "api-claude")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "api-claude")
     result.assert_outcomes(passed=2)
     assert len(server.requests) == 4
     folder = only_run_folder(pytester.path)
@@ -505,7 +505,7 @@ def test_end_to_end_waa_notepad(run, pytester, claude_env):
     task = json.loads((Path(__file__).parent / "data" / "waa" / "examples" / "notepad" / f"{NOTEPAD_TASK}.json").read_text())
     with FakeWAAServer(evaluate=True) as waa:
         serve_notepad_gold(waa, task)
-        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--agent", "api-claude")
+        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--bench-agent", "api-claude")
         result.assert_outcomes(passed=1)
         assert waa.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     assert len(server.requests) == count + 1
@@ -515,16 +515,16 @@ def test_end_to_end_waa_notepad(run, pytester, claude_env):
 
 def test_missing_api_key_is_a_usage_error(run, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    result = run("--bench=mock", "--tasks", "1", "--agent", "api-claude")
+    result = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "api-claude")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.errlines if line.startswith("ERROR")]
-    assert errors == [errors[0]] and "--agent api-claude needs ANTHROPIC_API_KEY" in errors[0]
+    assert errors == [errors[0]] and "--bench-agent api-claude needs ANTHROPIC_API_KEY" in errors[0]
 
 
 def test_the_key_appears_in_no_output_file_report_or_stream(run, pytester, claude_env):
     claude_env(mock_script)
     junit = pytester.path / "junit.xml"
-    result = run("--bench=mock", "--tasks", "1", "--agent", "api-claude", "--screenshots", "on",
+    result = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "api-claude", "--bench-screenshots", "on",
                  "--junitxml", str(junit), "-rA")
     result.assert_outcomes(passed=1)
     folder = only_run_folder(pytester.path)

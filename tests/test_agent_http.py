@@ -1,4 +1,4 @@
-"""``--agent http``: the client against the example agent server (``conftest_examples/http_agent``),
+"""``--bench-agent http``: the client against the example agent server (``conftest_examples/http_agent``),
 started in-process on a loopback port. Nothing of httpx is mocked: every request is real HTTP.
 
 The example server's handler is subclassed here only to record requests and to inject faults
@@ -209,7 +209,7 @@ def free_port() -> int:
 
 
 def http_args(url: str, *extra: str) -> list[str]:
-    return ["--bench=mock", "--agent", "http", "--agent-url", url, *extra]
+    return ["--bench=mock", "--bench-agent", "http", "--bench-agent-url", url, *extra]
 
 
 def trajectories(folder: Path) -> dict[str, dict[str, Any]]:
@@ -219,22 +219,22 @@ def trajectories(folder: Path) -> dict[str, dict[str, Any]]:
 
 # -- start-up: bad settings and unhealthy servers are usage errors ------------------------------------
 @pytest.mark.parametrize(("how", "expected"), [
-    ("down", "*--agent http: GET http://127.0.0.1:*/health failed: ConnectError*; start the agent server or fix --agent-url"),
-    ("500", "*--agent http: GET http://127.0.0.1:*/health answered 500; start the agent server or fix --agent-url"),
-    ("no-url", "*--agent http needs --agent-url URL*"),
-    ("ftp", "*--agent-url must be an http:// or https:// URL*got 'ftp://host/'*"),
-    ("timeout", "*--agent-timeout must be more than 0 and at most 86400 seconds, got '0'"),
+    ("down", "*--bench-agent http: GET http://127.0.0.1:*/health failed: ConnectError*; start the agent server or fix --bench-agent-url"),
+    ("500", "*--bench-agent http: GET http://127.0.0.1:*/health answered 500; start the agent server or fix --bench-agent-url"),
+    ("no-url", "*--bench-agent http needs --bench-agent-url URL*"),
+    ("ftp", "*--bench-agent-url must be an http:// or https:// URL*got 'ftp://host/'*"),
+    ("timeout", "*--bench-agent-timeout must be more than 0 and at most 86400 seconds, got '0'"),
 ])
 def test_start_up_problems_are_one_line_usage_errors(run, server, how, expected):
     args = {
-        "down": ["--agent-url", f"http://127.0.0.1:{free_port()}"],
-        "500": ["--agent-url", server.url],
+        "down": ["--bench-agent-url", f"http://127.0.0.1:{free_port()}"],
+        "500": ["--bench-agent-url", server.url],
         "no-url": [],
-        "ftp": ["--agent-url", "ftp://host/"],
-        "timeout": ["--agent-url", server.url, "--agent-timeout", "0"],
+        "ftp": ["--bench-agent-url", "ftp://host/"],
+        "timeout": ["--bench-agent-url", server.url, "--bench-agent-timeout", "0"],
     }[how]
     server.health_status = 500
-    result = run("--bench=mock", "--tasks", "1", "--agent", "http", *args)
+    result = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "http", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
     assert len(errors) == 1, result.stderr.lines
@@ -244,7 +244,7 @@ def test_start_up_problems_are_one_line_usage_errors(run, server, how, expected)
 
 # -- the example server passes the mock benchmark ----------------------------------------------------
 def test_example_server_passes_mock_tasks_and_speaks_the_schema(run, pytester, server):
-    result = run(*http_args(server.url, "--tasks", "3", "--run-name", "r"))
+    result = run(*http_args(server.url, "--bench-limit", "3", "--bench-run-name", "r"))
     result.assert_outcomes(passed=3)
     rows = results(only_run_folder(pytester.path))
     task_ids = [r["task_id"] for r in rows]
@@ -271,7 +271,7 @@ def test_example_server_passes_mock_tasks_and_speaks_the_schema(run, pytester, s
 
 def test_usage_reported_by_the_server_is_recorded_as_cost(run, pytester, serve):
     server = serve(CostlyAgent())
-    run(*http_args(server.url, "--tasks", "2", "--run-name", "r")).assert_outcomes(passed=2)
+    run(*http_args(server.url, "--bench-limit", "2", "--bench-run-name", "r")).assert_outcomes(passed=2)
     folder = only_run_folder(pytester.path)
     assert [r["cost_usd"] for r in results(folder)] == [0.5, 0.5]
     steps = next(iter(trajectories(folder).values()))["steps"]
@@ -283,7 +283,7 @@ def test_usage_reported_by_the_server_is_recorded_as_cost(run, pytester, serve):
 
 def test_a_per_task_budget_stops_a_remote_model(run, pytester, serve):
     server = serve(CostlyAgent())
-    result = run(*http_args(server.url, "--tasks", "1", "--max-cost-usd-per-task", "0.2"))
+    result = run(*http_args(server.url, "--bench-limit", "1", "--bench-max-cost-usd-per-task", "0.2"))
     result.assert_outcomes(failed=1)
     (row,) = results(only_run_folder(pytester.path))
     assert row["error_type"] == "agent"
@@ -294,13 +294,13 @@ def test_a_per_task_budget_stops_a_remote_model(run, pytester, serve):
 def test_503s_are_retried_then_the_step_succeeds(run, pytester, server):
     server.faults["/act"] = [Fault(503, "restarting"), Fault(502, "bad gateway")]
     server.faults["/reset"] = [Fault(504, "slow")]
-    run(*http_args(server.url, "--tasks", "1")).assert_outcomes(passed=1)
+    run(*http_args(server.url, "--bench-limit", "1")).assert_outcomes(passed=1)
     assert [p for p, _ in server.requests] == ["/reset", "/reset", "/act", "/act", "/act", "/act"]
 
 
 def test_a_client_error_is_an_agent_error_with_status_and_body(run, pytester, server):
     server.faults["/act"] = [Fault(422, "field 'observation' missing " + "x" * 500)]
-    result = run(*http_args(server.url, "--tasks", "1"))
+    result = run(*http_args(server.url, "--bench-limit", "1"))
     result.assert_outcomes(failed=1)
     (row,) = results(only_run_folder(pytester.path))
     assert row["error_type"] == "agent"
@@ -311,7 +311,7 @@ def test_a_client_error_is_an_agent_error_with_status_and_body(run, pytester, se
 
 def test_retries_run_out_on_a_server_that_stays_unavailable(run, pytester, server):
     server.faults["/act"] = [Fault(503, "down for maintenance")] * 10
-    run(*http_args(server.url, "--tasks", "1")).assert_outcomes(failed=1)
+    run(*http_args(server.url, "--bench-limit", "1")).assert_outcomes(failed=1)
     (row,) = results(only_run_folder(pytester.path))
     assert "answered 503 after 4 attempts: down for maintenance" in row["error"]
     assert len(server.bodies("/act")) == HttpAgent.retries + 1
@@ -320,11 +320,11 @@ def test_retries_run_out_on_a_server_that_stays_unavailable(run, pytester, serve
 def test_a_server_too_slow_for_the_timeout_is_an_agent_error(run, pytester, server, monkeypatch):
     monkeypatch.setattr(HttpAgent, "retries", 1)
     server.faults["/act"] = [Fault(200, {"action": {"type": "done"}}, delay=0.6)] * 2
-    result = run(*http_args(server.url, "--tasks", "1", "--agent-timeout", "0.15"))
+    result = run(*http_args(server.url, "--bench-limit", "1", "--bench-agent-timeout", "0.15"))
     result.assert_outcomes(failed=1)
     (row,) = results(only_run_folder(pytester.path))
     assert row["error_type"] == "agent"
-    assert "timed out after 0.15 s (2 attempts); raise --agent-timeout" in row["error"]
+    assert "timed out after 0.15 s (2 attempts); raise --bench-agent-timeout" in row["error"]
 
 
 def _recording_agent(url: str, **kwargs: Any) -> tuple[HttpAgent, list[float]]:
@@ -401,7 +401,7 @@ def test_retry_after_header_forms(header, seconds):
 # -- unusable replies -------------------------------------------------------------------------------
 def test_one_unparseable_reply_is_a_wait_step_and_the_next_act_says_why(run, pytester, server):
     server.faults["/act"] = [Fault(200, "I think I should click Submit")]
-    run(*http_args(server.url, "--tasks", "1", "--run-name", "r")).assert_outcomes(passed=1)
+    run(*http_args(server.url, "--bench-limit", "1", "--bench-run-name", "r")).assert_outcomes(passed=1)
     (trajectory,) = trajectories(only_run_folder(pytester.path)).values()
     first = trajectory["steps"][0]["action"]
     assert first["type"] == "wait" and first["seconds"] == 0.0
@@ -417,7 +417,7 @@ def test_one_unparseable_reply_is_a_wait_step_and_the_next_act_says_why(run, pyt
 
 def test_two_unparseable_replies_in_a_row_fail_the_item_with_the_raw_reply(run, pytester, server):
     server.faults["/act"] = [Fault(200, {"thought": "hmm"}), Fault(200, {"action": {"type": "click"}})]
-    result = run(*http_args(server.url, "--tasks", "1", "--run-name", "r"))
+    result = run(*http_args(server.url, "--bench-limit", "1", "--bench-run-name", "r"))
     result.assert_outcomes(failed=1)
     folder = only_run_folder(pytester.path)
     (row,) = results(folder)
@@ -491,12 +491,12 @@ def test_waa_notepad_task_through_the_http_agent(run, pytester, serve):
     from pytest_agentbench.testing import NOTEPAD_SOLUTION, FakeWAAServer, serve_notepad_gold
 
     args = notepad_project(pytester.path, 1)
-    args = args[:args.index("--agent")]
+    args = args[:args.index("--bench-agent")]
     task = json.loads((pytester.path / "examples" / "notepad" / "t1.json").read_text())
     agent_server = serve(NotepadAgent())
     with FakeWAAServer(evaluate=True) as waa:
         serve_notepad_gold(waa, task)
-        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--agent", "http", "--agent-url", agent_server.url)
+        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--bench-agent", "http", "--bench-agent-url", agent_server.url)
         result.assert_outcomes(passed=1)
         assert waa.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     acts = agent_server.bodies("/act")

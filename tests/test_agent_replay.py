@@ -1,4 +1,4 @@
-"""``--agent replay``: compiled workflows per task id (``--replay-bundles DIR/<task id>/workflow.json``),
+"""``--bench-agent replay``: compiled workflows per task id (``--bench-replay-bundles DIR/<task id>/workflow.json``),
 replayed against the fake WAA server and the mock benchmark; bundle and script errors name the file
 and the line. The MockMed compiled arm is the same agent (its own tests are test_mockmed_*.py)."""
 
@@ -50,8 +50,8 @@ def bundle(root: Path, task_id: str, workflow: dict[str, Any] | str) -> Path:
 
 def replay_args(project: list[str], bundles: Path | str) -> list[str]:
     """``notepad_project``'s arguments with its scripted agent swapped for the replay agent."""
-    args = project[: project.index("--agent")]
-    return [*args, "--agent", "replay", "--replay-bundles", str(bundles)]
+    args = project[: project.index("--bench-agent")]
+    return [*args, "--bench-agent", "replay", "--bench-replay-bundles", str(bundles)]
 
 
 def example() -> dict[str, Any]:
@@ -65,7 +65,7 @@ def error_lines(result: pytest.RunResult) -> list[str]:
 # -- end to end against the fake WAA server ------------------------------------------------------
 def test_the_example_bundle_solves_the_notepad_task(run, pytester, fake):
     result = run("--bench=waa", "--waa-examples", str(EXAMPLES), "--bench-task", NOTEPAD_TASK,
-                 "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url, "--agent", "replay", "--replay-bundles", str(EXAMPLE_BUNDLES))
+                 "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url, "--bench-agent", "replay", "--bench-replay-bundles", str(EXAMPLE_BUNDLES))
     result.assert_outcomes(passed=1)
     assert fake.read_file(DRAFT) == b"This is a draft."
     (row,) = results(only_run_folder(pytester.path))
@@ -78,7 +78,7 @@ def test_one_bundle_per_task_id_and_a_task_without_one_is_an_agent_error(run, py
     project = notepad_project(pytester.path, 3)
     for task_id in ("t1", "t2"):
         bundle(pytester.path / "bundles", task_id, example())
-    # A relative --replay-bundles is relative to the invocation folder.
+    # A relative --bench-replay-bundles is relative to the invocation folder.
     run(*replay_args(project, "bundles"), "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url).assert_outcomes(passed=2, failed=1)
     rows = {r["task_id"]: r for r in results(only_run_folder(pytester.path))}
     assert rows["t1"]["success"] is True and rows["t2"]["success"] is True
@@ -135,7 +135,7 @@ def test_clicking_submit_by_name_passes_mock_tasks(run, pytester):
         bundle(pytester.path / "bundles", task_id, {
             "schema": "pytest-agentbench/workflow/v1",
             "steps": [{"action": "click", "target": {"role": "button", "name": "Submit"}}]})
-    result = run("--bench=mock", "--tasks", "2", "--agent", "replay", "--replay-bundles", "bundles")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "replay", "--bench-replay-bundles", "bundles")
     result.assert_outcomes(passed=2)
     rows = results(only_run_folder(pytester.path))
     assert [r["final_action"]["type"] for r in rows] == ["done", "done"]
@@ -160,7 +160,7 @@ BAD_STEP = """{
 def test_an_unknown_action_in_a_bundle_is_a_usage_error_with_file_and_line(run, pytester):
     bundle(pytester.path / "bundles", "mock_chrome_001", {"steps": [{"action": "key", "key": "enter"}]})
     bundle(pytester.path / "bundles", "mock_clock_001", BAD_STEP)
-    result = run("--bench=mock", "--agent", "replay", "--replay-bundles", "bundles")
+    result = run("--bench=mock", "--bench-agent", "replay", "--bench-replay-bundles", "bundles")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     known = ", ".join(STEP_TYPES)
     assert error_lines(result) == [
@@ -173,21 +173,21 @@ def test_an_unknown_action_in_a_bundle_is_a_usage_error_with_file_and_line(run, 
 def test_an_unknown_action_in_a_script_is_a_usage_error_with_file_and_line(run, pytester):
     (pytester.path / "script.json").write_text(
         '{\n  "*": [\n    {"type": "click", "x": 1, "y": 2},\n    {"type": "tripleclick", "x": 3, "y": 4}\n  ]\n}\n')
-    result = run("--bench=mock", "--agent", "scripted", "--agent-script", "script.json")
+    result = run("--bench=mock", "--bench-agent", "scripted", "--bench-agent-script", "script.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = error_lines(result)
-    assert line.startswith("ERROR: --agent-script: agent script script.json line 4: *[1] type: Input should be 'click'")
+    assert line.startswith("ERROR: --bench-agent-script: agent script script.json line 4: *[1] type: Input should be 'click'")
     assert line.endswith("(got 'tripleclick')")
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ([], "*--agent replay needs --replay-bundles DIR*"),
-        (["--replay-bundles", "nowhere"], "*--replay-bundles nowhere is not a folder*"),
-        (["--replay-bundles", "empty"], "*--replay-bundles empty holds no <task id>/workflow.json*"),
-        (["--replay-bundles", "empty/one"],
-         "*--replay-bundles empty/one holds no <task id>/workflow.json (it is one bundle: give the folder above it)*"),
+        ([], "*--bench-agent replay needs --bench-replay-bundles DIR*"),
+        (["--bench-replay-bundles", "nowhere"], "*--bench-replay-bundles nowhere is not a folder*"),
+        (["--bench-replay-bundles", "empty"], "*--bench-replay-bundles empty holds no <task id>/workflow.json*"),
+        (["--bench-replay-bundles", "empty/one"],
+         "*--bench-replay-bundles empty/one holds no <task id>/workflow.json (it is one bundle: give the folder above it)*"),
     ],
 )
 def test_bad_bundle_folders_are_usage_errors(run, pytester, args, expected):
@@ -196,7 +196,7 @@ def test_bad_bundle_folders_are_usage_errors(run, pytester, args, expected):
     (pytester.path / "empty" / "one" / "manifest.json").write_text("{}")
     if args[-1:] == ["empty"]:
         (pytester.path / "empty" / "one" / "workflow.json").rename(pytester.path / "empty" / "one" / "w.json")
-    result = run("--bench=mock", "--agent", "replay", *args)
+    result = run("--bench=mock", "--bench-agent", "replay", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
 
@@ -204,7 +204,7 @@ def test_bad_bundle_folders_are_usage_errors(run, pytester, args, expected):
 def test_the_ini_key_names_the_folder(run, pytester):
     bundle(pytester.path / "wf", "mock_chrome_001", {"steps": [{"action": "click", "target": {"name": "Submit"}}]})
     pytester.makeini("[pytest]\nagentbench_replay_bundles = wf\n")
-    run("--bench=mock", "--tasks", "1", "--agent", "replay").assert_outcomes(passed=1)
+    run("--bench=mock", "--bench-limit", "1", "--bench-agent", "replay").assert_outcomes(passed=1)
 
 
 # -- validation: the message and the line ----------------------------------------------------------
@@ -337,7 +337,7 @@ def test_no_model_no_cost_and_reset_starts_over():
 
 
 def test_make_agent_without_config_is_a_usage_error():
-    with pytest.raises(pytest.UsageError, match="--agent replay needs --replay-bundles DIR"):
+    with pytest.raises(pytest.UsageError, match="--bench-agent replay needs --bench-replay-bundles DIR"):
         make_agent(None)
 
 

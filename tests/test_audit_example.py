@@ -128,13 +128,13 @@ def test_fixed_checker_passes_the_build(pytester, run):
 
 def test_selection_and_report_file(pytester, run):
     copy_example(pytester, conftest=True)
-    result = run("--audit-verifier=counter", "--operators", "extra,omit", "-k", "add-to-cart",
+    result = run("--audit-verifier=counter", "--audit-operators", "extra,omit", "-k", "add-to-cart",
                  "--audit-out", "out/report.json")
     result.assert_outcomes(failed=1, passed=1, deselected=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     report = json.loads((pytester.path / "out" / "report.json").read_text())
     assert report["summary"]["false_accepts"] == 1
-    # Items and rows follow the order --operators gives.
+    # Items and rows follow the order --audit-operators gives.
     assert [(r["operator"], r["run_class"]) for t in report["tasks"] for r in t["runs"]] == [
         ("extra", "false-accept"), ("omit", "killed")]
     text = json.dumps(report)

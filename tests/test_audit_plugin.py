@@ -142,7 +142,7 @@ def test_short_summary_with_ra(run):
 
 
 def test_false_accept_failure_shows_only_the_diff(run):
-    result = run("--audit-verifier=toy", "--audit-tasks", "queue-songs", "--operators", "extra")
+    result = run("--audit-verifier=toy", "--audit-tasks", "queue-songs", "--audit-operators", "extra")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*_ audit/toy::queue-songs::extra _*", "toy.QueueEntry +1", "*= verifier audit =*"])
     assert "Traceback" not in result.stdout.str()
@@ -172,11 +172,11 @@ def test_k_audit_selects_the_audit_items(run, pytester):
 
 
 def test_operators_and_k_select_items(run):
-    result = run("--audit-verifier=toy", "--operators", "extra,omit", "-k", "split-bill", "-v")
+    result = run("--audit-verifier=toy", "--audit-operators", "extra,omit", "-k", "split-bill", "-v")
     assert result.ret == 1
     result.assert_outcomes(passed=3, failed=1, deselected=6)
     ran = [line.split()[0] for line in result.outlines if line.startswith("audit/toy::")]
-    # Operators in the order --operators gives them.
+    # Operators in the order --audit-operators gives them.
     assert ran == ["audit/toy::split-bill::extra", "audit/toy::split-bill::omit",
                    "audit/toy::split-bill-counted::extra", "audit/toy::split-bill-counted::omit"]
     block = report_block(result)
@@ -190,10 +190,10 @@ def test_operators_and_k_select_items(run):
 
 
 def test_limit_audits_the_first_n_tasks(run):
-    result = run("--audit-verifier=toy", "--limit", "2")
+    result = run("--audit-verifier=toy", "--audit-limit", "2")
     assert report_block(result)[0] == "Verifier audit: toy, 2 task(s), 2 audited, 0s"
     result.assert_outcomes(passed=10, failed=2)
-    result = run("--audit-verifier=toy", "--limit", "0", "--collect-only", "-q")
+    result = run("--audit-verifier=toy", "--audit-limit", "0", "--collect-only", "-q")
     assert len(audit_ids(result)) == 30
 
 
@@ -214,31 +214,31 @@ def pytest_agentbench_register_audit_adapters(registry):
 def pytest_collection_finish(session):
     print("ASKED", ASKED)
 ''')
-    result = run("--audit-verifier=listing", "--split", "dev", "--limit", "2", "--operators", "omit",
+    result = run("--audit-verifier=listing", "--audit-split", "dev", "--audit-limit", "2", "--audit-operators", "omit",
                  "--collect-only", "-q", "-s")
     result.stdout.fnmatch_lines(["ASKED [('dev', 2)]"])
-    # The plugin cuts the list to --limit even when the adapter does not.
+    # The plugin cuts the list to --audit-limit even when the adapter does not.
     assert audit_ids(result) == ["audit/toy::rename-profile::omit", "audit/toy::like-songs::omit"]
-    result = run("--audit-verifier=listing", "--limit", "0", "--operators", "omit", "--collect-only", "-q", "-s")
+    result = run("--audit-verifier=listing", "--audit-limit", "0", "--audit-operators", "omit", "--collect-only", "-q", "-s")
     result.stdout.fnmatch_lines(["ASKED [(None, None)]"])
     assert len(audit_ids(result)) == 3
 
 
 def test_audit_tasks_keeps_the_given_order(run):
     result = run("--audit-verifier=toy", "--audit-tasks", "rename-profile,split-bill", "--audit-tasks",
-                 "split-bill", "--operators", "omit", "--collect-only", "-q")
+                 "split-bill", "--audit-operators", "omit", "--collect-only", "-q")
     assert audit_ids(result) == ["audit/toy::rename-profile::omit", "audit/toy::split-bill::omit"]
 
 
 def test_ignore_fields_reach_the_comparison(run, pytester):
     # A repeated queue entry is still an extra record when its only field is ignored.
-    result = run("--audit-verifier=toy", "--audit-tasks", "queue-songs", "--operators", "extra",
-                 "--ignore-fields", "toy.QueueEntry.song_id")
+    result = run("--audit-verifier=toy", "--audit-tasks", "queue-songs", "--audit-operators", "extra",
+                 "--audit-ignore-fields", "toy.QueueEntry.song_id")
     assert result.ret == 1
     # rename-profile::wrong-value changes display_name; the checker kills it either way, but with
     # the field ignored (table.field, the table name has a dot) the recorded diff is "same".
-    result = run("--audit-verifier=toy", "--audit-tasks", "rename-profile", "--operators", "wrong-value",
-                 "--ignore-fields", "toy.Profile.display_name", "--audit-out", "r.json")
+    result = run("--audit-verifier=toy", "--audit-tasks", "rename-profile", "--audit-operators", "wrong-value",
+                 "--audit-ignore-fields", "toy.Profile.display_name", "--audit-out", "r.json")
     assert result.ret == 0
     report = json.loads((pytester.path / "r.json").read_text())
     only = report["tasks"][0]["runs"][0]
@@ -370,7 +370,7 @@ def test_audit_out_json_shape_and_no_values(run, pytester):
 
 def test_unwritable_audit_out_fails_the_run(run, pytester):
     (pytester.path / "blocker").write_text("a file, not a folder")
-    result = run("--audit-verifier=toy", "--operators", "omit", "--audit-out", "blocker/report.json")
+    result = run("--audit-verifier=toy", "--audit-operators", "omit", "--audit-out", "blocker/report.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR: could not write --audit-out blocker*report.json: *"])
 
@@ -528,11 +528,11 @@ class Exits(Plain):
     (["--audit-verifier=audit_exits:Adapter"], "ERROR: cannot load audit adapter 'audit_exits:Adapter': SystemExit: 3"),
     (["--audit-verifier=audit_parts:Exits"],
      "ERROR: cannot construct audit adapter 'audit_parts:Exits': SystemExit: no AppWorld here"),
-    (["--audit-verifier=toy", "--operators", "omit,nope"], "ERROR: unknown operator 'nope' in --operators*"),
+    (["--audit-verifier=toy", "--audit-operators", "omit,nope"], "ERROR: unknown operator 'nope' in --audit-operators*"),
     (["--audit-verifier=toy", "--audit-tasks", "split-bill,nosuch"],
      "ERROR: --audit-tasks 'nosuch': no such task in 'toy'*"),
-    (["--audit-verifier=toy", "--limit", "-1"], "*--limit must be >= 0 (0 = all), got -1*"),
-    (["--audit-verifier=toy", "--limit", "two"], "*--limit must be a whole number >= 0 (0 = all), got 'two'*"),
+    (["--audit-verifier=toy", "--audit-limit", "-1"], "*--audit-limit must be >= 0 (0 = all), got -1*"),
+    (["--audit-verifier=toy", "--audit-limit", "two"], "*--audit-limit must be a whole number >= 0 (0 = all), got 'two'*"),
 ])
 def test_bad_input_is_a_usage_error_naming_it(run, pytester, args, expected):
     pytester.makepyfile(**BAD_MODULES)
@@ -546,7 +546,7 @@ def test_bad_input_is_a_usage_error_naming_it(run, pytester, args, expected):
 
 @pytest.mark.parametrize("line, expected", [
     ("agentbench_operators = omit, typo", "ERROR: unknown operator 'typo'*"),
-    ("agentbench_audit_limit = -1", "ERROR: ini agentbench_audit_limit: --limit must be >= 0 (0 = all), got -1"),
+    ("agentbench_audit_limit = -1", "ERROR: ini agentbench_audit_limit: --audit-limit must be >= 0 (0 = all), got -1"),
     ("agentbench_audit_tasks = split-bill, nosuch", "ERROR: --audit-tasks 'nosuch': no such task in 'toy'*"),
 ])
 def test_bad_ini_value_is_a_usage_error(run, pytester, line, expected):
@@ -603,7 +603,7 @@ def broken(pytester):
 
 
 def test_reference_that_raises_is_an_error_not_audited(run, pytester, broken):
-    result = run("--audit-verifier=broken", "--audit-tasks", "split-bill,no-ref", "--operators", "omit,extra",
+    result = run("--audit-verifier=broken", "--audit-tasks", "split-bill,no-ref", "--audit-operators", "omit,extra",
                  "--audit-out", "r.json")
     assert result.ret == 1
     result.assert_outcomes(passed=1, failed=1, errors=2)
@@ -638,7 +638,7 @@ def test_reference_without_a_write_skips_its_items(run, pytester, broken):
 
 
 def test_control_that_fails_makes_items_error_invalid(run, pytester, broken):
-    result = run("--audit-verifier=broken", "--audit-tasks", "bad-control", "--operators", "omit,partial,extra",
+    result = run("--audit-verifier=broken", "--audit-tasks", "bad-control", "--audit-operators", "omit,partial,extra",
                  "--audit-out", "r.json")
     assert result.ret != 0
     result.assert_outcomes(errors=3)
@@ -655,7 +655,7 @@ def test_control_that_fails_makes_items_error_invalid(run, pytester, broken):
 
 
 def test_unconfirmed_is_skipped_and_not_delivered_is_an_error(run, broken):
-    result = run("--audit-verifier=broken", "--audit-tasks", "crashy,undelivered", "--operators", "omit,extra",
+    result = run("--audit-verifier=broken", "--audit-tasks", "crashy,undelivered", "--audit-operators", "omit,extra",
                  "-v", "-rs")
     result.assert_outcomes(passed=1, failed=1, skipped=1, errors=1)
     result.stdout.fnmatch_lines([
@@ -685,7 +685,7 @@ def test_ini_keys_configure_the_audit(run, pytester):
     assert [line.split()[0] for line in result.outlines if line.startswith("audit/")] == [
         f"audit/toy::{t}::omit" for t in TASKS]
     # The command line beats the ini file.
-    result = run("--operators", "extra", "--collect-only", "-q")
+    result = run("--audit-operators", "extra", "--collect-only", "-q")
     assert audit_ids(result) == [f"audit/toy::{t}::extra" for t in TASKS]
 
 
@@ -703,7 +703,7 @@ def pytest_collection_finish(session):
 
 
 def test_audit_and_benchmark_suites_together(run):
-    result = run("--audit-verifier=toy", "--bench=mock", "--tasks", "2", "--collect-only", "-q")
+    result = run("--audit-verifier=toy", "--bench=mock", "--bench-limit", "2", "--collect-only", "-q")
     assert result.ret == 0
     ids = [line for line in result.outlines if line.startswith(("audit/", "bench/"))]
     assert [i for i in ids if i.startswith("audit/")] == [f"audit/toy::{t}::{o}" for t in TASKS for o in OPERATORS]

@@ -1,5 +1,5 @@
-"""Budgets (``--max-cost-usd``, ``--max-cost-usd-per-task``), the screenshot scrubber hook and
-``--dry-run``, with a conftest agent that reports model usage the way a model-backed agent does."""
+"""Budgets (``--bench-max-cost-usd``, ``--bench-max-cost-usd-per-task``), the screenshot scrubber hook and
+``--bench-dry-run``, with a conftest agent that reports model usage the way a model-backed agent does."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def mock_submit_id() -> str:
 
 def test_usage_is_recorded_per_step_and_summed(run, paid):
     paid.joinpath("conftest.py").write_text(PAID_AGENT.replace('"submit"', repr(mock_submit_id())))
-    result = run("--bench=mock", "--tasks", "2", "--agent", "paid", "--screenshots", "off")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "paid", "--bench-screenshots", "off")
     result.assert_outcomes(passed=2)
     folder = only_run_folder(paid)
     summary = json.loads((folder / "summary.json").read_text())
@@ -88,16 +88,16 @@ def test_usage_is_recorded_per_step_and_summed(run, paid):
 
 def test_a_spent_task_cap_fails_that_task_as_an_agent_error(run, paid):
     paid.joinpath("conftest.py").write_text(PAID_AGENT.replace('"submit"', repr(mock_submit_id())))
-    result = run("--bench=mock", "--tasks", "2", "--agent", "paid", "--max-cost-usd-per-task", "0.15")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "paid", "--bench-max-cost-usd-per-task", "0.15")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*per-task budget spent: --max-cost-usd-per-task $0.15 reached ($0.20)*"])
+    result.stdout.fnmatch_lines(["*per-task budget spent: --bench-max-cost-usd-per-task $0.15 reached ($0.20)*"])
     records = results(only_run_folder(paid))
     assert all(r["error_type"] == "agent" and r["num_steps"] == 2 for r in records)
 
 
 def test_a_spent_run_cap_skips_the_rest_and_the_summary_says_so(run, paid):
     paid.joinpath("conftest.py").write_text(PAID_AGENT.replace('"submit"', repr(mock_submit_id())))
-    result = run("--bench=mock", "--tasks", "4", "--agent", "paid", "--max-cost-usd", "$0.50")
+    result = run("--bench=mock", "--bench-limit", "4", "--bench-agent", "paid", "--bench-max-cost-usd", "$0.50")
     # Task 1 spends 0.30 and passes; task 2 is cut off at 0.50 (not evaluated); 3 and 4 never start.
     result.assert_outcomes(passed=1, skipped=3)
     result.stdout.fnmatch_lines([
@@ -112,7 +112,7 @@ def test_a_spent_run_cap_skips_the_rest_and_the_summary_says_so(run, paid):
 
 def test_the_run_cap_holds_across_xdist_workers(run_sub, paid):
     paid.joinpath("conftest.py").write_text(PAID_AGENT.replace('"submit"', repr(mock_submit_id())))
-    result = run_sub("--bench=mock", "--tasks", "8", "--agent", "paid", "--max-cost-usd", "0.9", "-n", "2")
+    result = run_sub("--bench=mock", "--bench-limit", "8", "--bench-agent", "paid", "--bench-max-cost-usd", "0.9", "-n", "2")
     summary = json.loads((only_run_folder(paid) / "summary.json").read_text())
     budget = summary["budget"]
     assert budget["exhausted"] is True
@@ -124,9 +124,9 @@ def test_the_run_cap_holds_across_xdist_workers(run_sub, paid):
 
 @pytest.mark.parametrize("bad", ["nothing", "0", "-1"])
 def test_a_bad_cap_is_a_usage_error(run_sub, paid, bad):
-    result = run_sub("--bench=mock", "--tasks", "1", "--agent", "paid", "--max-cost-usd", bad)
+    result = run_sub("--bench=mock", "--bench-limit", "1", "--bench-agent", "paid", "--bench-max-cost-usd", bad)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --max-cost-usd must be *"])
+    result.stderr.fnmatch_lines(["ERROR: --bench-max-cost-usd must be *"])
 
 
 SCRUBBERS = '''
@@ -185,7 +185,7 @@ def test_the_scrubber_runs_before_the_agent_and_before_the_run_folder(run, pytes
     pytester.makeconftest(SCRUBBERS + SEEING_AGENT)
     seen = pytester.path / "seen.jsonl"
     monkeypatch.setenv("SEEN_FILE", str(seen))
-    result = run("--bench=mock", "--tasks", "2", "--agent", "looks", "--screenshots", "on")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "looks", "--bench-screenshots", "on")
     result.assert_outcomes(failed=2)
     assert [json.loads(line) for line in seen.read_text().splitlines()] == [[0, 0, 0], [0, 0, 0]]
     pngs = list(only_run_folder(pytester.path).glob("tasks/mock/*/*.png"))
@@ -196,7 +196,7 @@ def test_the_scrubber_runs_before_the_agent_and_before_the_run_folder(run, pytes
 
 
 def test_dry_run_prices_the_selected_tasks_and_starts_nothing(run, paid, pytester):
-    result = run("--bench=mock", "--tasks", "5", "--agent", "paid", "--dry-run", "-k", "not chrome_001")
+    result = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "paid", "--bench-dry-run", "-k", "not chrome_001")
     assert result.ret == 0
     result.stdout.fnmatch_lines([
         "Dry run: estimated cost",
@@ -219,8 +219,8 @@ def test_dry_run_of_a_replay_has_the_reference_block_with_its_vm_assumptions(run
     bundles = pytester.path / "bundles" / "any"
     bundles.mkdir(parents=True)
     (bundles / "workflow.json").write_text('{"schema": "pytest-agentbench/workflow/v1", "steps": []}')
-    result = run("--bench=waa", "--waa-examples", str(WAA_DATA), "--agent", "replay", "--replay-bundles",
-                 str(pytester.path / "bundles"), "--dry-run", "--pool", "azure", "--pool-hourly-usd", "0.19",
+    result = run("--bench=waa", "--waa-examples", str(WAA_DATA), "--bench-agent", "replay", "--bench-replay-bundles",
+                 str(pytester.path / "bundles"), "--bench-dry-run", "--pool", "azure", "--pool-hourly-usd", "0.19",
                  "--pool-minutes-per-task", "1")
     assert result.ret == 0
     result.stdout.fnmatch_lines([
@@ -236,8 +236,8 @@ def test_dry_run_of_a_replay_has_the_reference_block_with_its_vm_assumptions(run
 
 def test_dry_run_of_api_claude_needs_no_key(run, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    result = run("--bench=waa", "--waa-examples", str(WAA_DATA), "--agent", "api-claude", "--dry-run",
-                 "--max-steps", "22", "-m", "notepad")
+    result = run("--bench=waa", "--waa-examples", str(WAA_DATA), "--bench-agent", "api-claude", "--bench-dry-run",
+                 "--bench-max-steps", "22", "-m", "notepad")
     assert result.ret == 0
     # 1920x1080 is sent at 1280x720: 1229 image tokens + 500 text in, 300 out, at $3/$15 per million.
     per_step = (1229 + 500) * 3e-6 + 300 * 15e-6

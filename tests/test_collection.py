@@ -16,22 +16,22 @@ MOCK5 = [
 
 
 def test_collect_only_lists_node_ids_in_manifest_order(run, pytester):
-    result = run("--bench=mock", "--tasks", "5", "--collect-only", "-q")
+    result = run("--bench=mock", "--bench-limit", "5", "--collect-only", "-q")
     assert result.ret == 0
     assert [line for line in result.outlines if line.startswith("bench/")] == MOCK5
     assert not run_folders(pytester.path), "--collect-only must not create a run folder"
 
 
 def test_collect_only_tree_shows_suite_domain_item(run):
-    result = run("--bench=mock", "--tasks", "3", "--collect-only")
+    result = run("--bench=mock", "--bench-limit", "3", "--collect-only")
     result.stdout.fnmatch_lines(["*<BenchSuite mock>*", "*<DomainGroup chrome>*", "*<BenchItem mock_chrome_001>*"])
 
 
 def test_without_paths_only_benchmark_items_are_collected(run, pytester):
     pytester.makepyfile(test_unrelated="def test_unrelated(): pass")
-    result = run("--bench=mock", "--tasks", "2", "--collect-only", "-q")
+    result = run("--bench=mock", "--bench-limit", "2", "--collect-only", "-q")
     assert "test_unrelated" not in result.stdout.str()
-    result = run("--bench=mock", "--tasks", "2", "--collect-only", "-q", "test_unrelated.py")
+    result = run("--bench=mock", "--bench-limit", "2", "--collect-only", "-q", "test_unrelated.py")
     result.stdout.fnmatch_lines(["test_unrelated.py::test_unrelated", "bench/mock::*"])
 
 
@@ -45,25 +45,25 @@ def test_plugin_is_inert_without_a_benchmark(run, pytester):
 
 
 def test_k_selects_one_task_by_id(run):
-    result = run("--bench=mock", "--tasks", "5", "-k", "mock_clock_002", "-v")
+    result = run("--bench=mock", "--bench-limit", "5", "-k", "mock_clock_002", "-v")
     result.assert_outcomes(passed=1, deselected=4) if hasattr(result, "assert_outcomes") else None
     result.stdout.fnmatch_lines(["*bench/mock::clock::mock_clock_002 PASSED*"])
 
 
 def test_k_matches_domain_and_benchmark_names(run):
-    result = run("--bench=mock", "--tasks", "5", "-k", "clock or file_explorer", "--collect-only", "-q")
+    result = run("--bench=mock", "--bench-limit", "5", "-k", "clock or file_explorer", "--collect-only", "-q")
     ids = [line for line in result.outlines if line.startswith("bench/")]
     assert ids == MOCK5[2:]
 
 
 def test_markers_select_under_strict_markers_without_warnings(run):
-    result = run("--bench=mock", "--tasks", "5", "-m", "mock and chrome", "--strict-markers", "-W", "error")
+    result = run("--bench=mock", "--bench-limit", "5", "-m", "mock and chrome", "--strict-markers", "-W", "error")
     result.assert_outcomes(passed=2, deselected=3)
     assert "PytestUnknownMarkWarning" not in result.stdout.str()
 
 
 def test_markers_are_listed(run):
-    result = run("--bench=mock", "--tasks", "3", "--markers")
+    result = run("--bench=mock", "--bench-limit", "3", "--markers")
     result.stdout.fnmatch_lines(["*@pytest.mark.mock: tasks of benchmark mock*"])
 
 
@@ -78,7 +78,7 @@ def test_ini_keys_configure_the_run(run, pytester):
     result = run("--collect-only", "-q")
     assert len([line for line in result.outlines if line.startswith("bench/")]) == 3
     # The command line beats the ini file.
-    result = run("--tasks", "4", "--collect-only", "-q")
+    result = run("--bench-limit", "4", "--collect-only", "-q")
     assert len([line for line in result.outlines if line.startswith("bench/")]) == 4
 
 
@@ -86,15 +86,15 @@ def test_ini_keys_configure_the_run(run, pytester):
     ("args", "expected"),
     [
         (["--bench=nope"], "*unknown benchmark 'nope' in --bench; available: extradup, mock, mockmed*"),
-        (["--bench=mock", "--agent", "nope"], "*unknown agent 'nope' in --agent; available: api-claude, http, mock, noop, replay, scripted*"),
-        (["--bench=mock", "--tasks", "0"], "*--tasks must be >= 1, got 0*"),
-        (["--bench=mock", "--tasks", "-3"], "*--tasks must be >= 1, got -3*"),
-        (["--bench=mock", "--tasks", "many"], "*--tasks must be a whole number >= 1, got 'many'*"),
-        (["--bench=mock", "--max-steps", "0"], "*--max-steps must be >= 1, got 0*"),
-        (["--bench=mock", "--min-success", "1.5"], "*--min-success must be between 0 and 1*"),
+        (["--bench=mock", "--bench-agent", "nope"], "*unknown agent 'nope' in --bench-agent; available: api-claude, http, mock, noop, replay, scripted*"),
+        (["--bench=mock", "--bench-limit", "0"], "*--bench-limit must be >= 1, got 0*"),
+        (["--bench=mock", "--bench-limit", "-3"], "*--bench-limit must be >= 1, got -3*"),
+        (["--bench=mock", "--bench-limit", "many"], "*--bench-limit must be a whole number >= 1, got 'many'*"),
+        (["--bench=mock", "--bench-max-steps", "0"], "*--bench-max-steps must be >= 1, got 0*"),
+        (["--bench=mock", "--bench-min-success", "1.5"], "*--bench-min-success must be between 0 and 1*"),
         (["--bench=mock", "--bench-task", "notepad_1"], "*--bench-task 'notepad_1' matches no task of mock*"),
-        (["--bench=mock", "--agent", "scripted"], "*--agent scripted needs --agent-script FILE*"),
-        (["--bench=mock", "--run-name", "a/b"], "*--run-name must be a plain folder name*got 'a/b'*"),
+        (["--bench=mock", "--bench-agent", "scripted"], "*--bench-agent scripted needs --bench-agent-script FILE*"),
+        (["--bench=mock", "--bench-run-name", "a/b"], "*--bench-run-name must be a plain folder name*got 'a/b'*"),
     ],
 )
 def test_bad_input_is_a_usage_error_naming_the_value(run, args, expected):
@@ -107,7 +107,7 @@ def test_bad_ini_value_is_a_usage_error(run, pytester):
     pytester.makeini("[pytest]\nagentbench_benchmarks = mock\nagentbench_tasks = zero\n")
     result = run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*ini agentbench_tasks: --tasks must be a whole number >= 1, got 'zero'*"])
+    result.stderr.fnmatch_lines(["*ini agentbench_tasks: --bench-limit must be a whole number >= 1, got 'zero'*"])
 
 
 def test_conftest_benchmark_registers_through_the_same_hook(run, pytester):
@@ -128,9 +128,9 @@ def pytest_agentbench_register_benchmarks(registry):
     registry.register("tiny", lambda config: Tiny(), description="four tasks")
 """
     )
-    result = run("--bench=tiny", "--bench=mock", "--tasks", "2", "--collect-only", "-q")
+    result = run("--bench=tiny", "--bench=mock", "--bench-limit", "2", "--collect-only", "-q")
     ids = [line for line in result.outlines if line.startswith("bench/")]
-    # --tasks applies per benchmark; mock spreads its tasks over domains like the reference tool.
+    # --bench-limit applies per benchmark; mock spreads its tasks over domains like the reference tool.
     assert ids == ["bench/tiny::a::t0", "bench/tiny::a::t2", "bench/mock::chrome::mock_chrome_001",
                    "bench/mock::clock::mock_clock_001"]
 
@@ -159,7 +159,7 @@ def pytest_agentbench_register_benchmarks(registry):
 
 def test_a_suite_benchmark_collects_its_own_items(run, pytester):
     pytester.makeconftest(SUITE_PROVIDER)
-    result = run("--bench=numbers", "--bench=mock", "--tasks", "1", "-v")
+    result = run("--bench=numbers", "--bench=mock", "--bench-limit", "1", "-v")
     result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines(["*bench/numbers::n1 FAILED*", "NUMBERS SUMMARY"])
     alone = run("--bench=numbers")
@@ -185,5 +185,5 @@ def pytest_agentbench_register_benchmarks(registry):
     registry.register("arms", lambda config: Arms())
 """
     )
-    result = run("--bench=arms", "--tasks", "3")
+    result = run("--bench=arms", "--bench-limit", "3")
     result.assert_outcomes(passed=2, failed=1)

@@ -1,4 +1,4 @@
-"""``--compare RUN``, ``--fail-on-regression`` and ``agentbench-view A B``: hand-computed tables
+"""``--bench-compare RUN``, ``--bench-fail-on-regression`` and ``agentbench-view A B``: hand-computed tables
 through the library, then real runs through pytester."""
 
 from __future__ import annotations
@@ -92,12 +92,12 @@ def test_load_run_reads_a_folder_or_a_file(tmp_path):
 
 
 # -- through pytest ------------------------------------------------------------------------------
-MOCK = ("--bench=mock", "--tasks", "6")
+MOCK = ("--bench=mock", "--bench-limit", "6")
 
 
 def test_compare_prints_the_block_and_writes_comparison_json(run, pytester):
-    run(*MOCK, "--run-name", "good").assert_outcomes(passed=6)
-    result = run(*MOCK, "--run-name", "same", "--compare", "benchmark_results/good")
+    run(*MOCK, "--bench-run-name", "good").assert_outcomes(passed=6)
+    result = run(*MOCK, "--bench-run-name", "same", "--bench-compare", "benchmark_results/good")
     assert result.ret == 0
     text = result.stdout.str()
     assert "Compared with good (6 paired task(s))" in text
@@ -110,42 +110,42 @@ def test_compare_prints_the_block_and_writes_comparison_json(run, pytester):
 
 
 def test_fail_on_regression_gates_on_significant_regressions_only(run, pytester):
-    run(*MOCK, "--run-name", "good").assert_outcomes(passed=6)
-    run(*MOCK, "--agent", "noop", "--run-name", "bad").assert_outcomes(failed=6)
-    # --baseline makes the known failures xfail, so the items alone would pass the run: the gate
+    run(*MOCK, "--bench-run-name", "good").assert_outcomes(passed=6)
+    run(*MOCK, "--bench-agent", "noop", "--bench-run-name", "bad").assert_outcomes(failed=6)
+    # --bench-baseline makes the known failures xfail, so the items alone would pass the run: the gate
     # is what fails it (6 of 6 regressed: exact McNemar p = 2/64).
-    gated = run(*MOCK, "--agent", "noop", "--baseline", "benchmark_results/bad", "--run-name", "gated",
-                "--compare", "benchmark_results/good", "--fail-on-regression")
+    gated = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad", "--bench-run-name", "gated",
+                "--bench-compare", "benchmark_results/good", "--bench-fail-on-regression")
     gated.assert_outcomes(xfailed=6)
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     assert "ERROR: significant regression against good: success rate -100.0 points, p = 0.03125" in gated.stdout.str()
-    lenient = run(*MOCK, "--agent", "noop", "--baseline", "benchmark_results/bad", "--run-name", "lenient",
-                  "--compare", "benchmark_results/good", "--fail-on-regression", "--regression-alpha", "0.01")
+    lenient = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad", "--bench-run-name", "lenient",
+                  "--bench-compare", "benchmark_results/good", "--bench-fail-on-regression", "--bench-regression-alpha", "0.01")
     assert lenient.ret == 0
     assert "verdict=no-significant-change" in lenient.stdout.str()
-    ungated = run(*MOCK, "--agent", "noop", "--baseline", "benchmark_results/bad", "--run-name", "ungated",
-                  "--compare", "benchmark_results/good")
+    ungated = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad", "--bench-run-name", "ungated",
+                  "--bench-compare", "benchmark_results/good")
     assert ungated.ret == 0 and "verdict=regression" in ungated.stdout.str()
     assert len(results(pytester.path / "benchmark_results" / "gated")) == 6  # results stay written
 
 
 def test_a_malformed_reference_run_is_a_usage_error_before_anything_runs(run, pytester):
     (pytester.path / "bad.jsonl").write_text('{"task_id": "x"}\n')
-    result = run(*MOCK, "--compare", "bad.jsonl")
+    result = run(*MOCK, "--bench-compare", "bad.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--compare bad.jsonl: bad.jsonl line 1 is not a result record" in result.stderr.str()
+    assert "--bench-compare bad.jsonl: bad.jsonl line 1 is not a result record" in result.stderr.str()
     assert not (pytester.path / "benchmark_results").exists()
 
 
 def test_compare_with_trials_uses_the_paired_bootstrap(run, pytester):
-    run(*MOCK, "--trials", "2", "--run-name", "k2a")
-    result = run(*MOCK, "--trials", "2", "--run-name", "k2b", "--compare", "benchmark_results/k2a")
+    run(*MOCK, "--bench-trials", "2", "--bench-run-name", "k2a")
+    result = run(*MOCK, "--bench-trials", "2", "--bench-run-name", "k2b", "--bench-compare", "benchmark_results/k2a")
     assert "method=paired-bootstrap" in result.stdout.str()
 
 
 def test_agentbench_view_writes_a_comparison_page(run, pytester, capsys):
-    run(*MOCK, "--run-name", "good")
-    run(*MOCK, "--agent", "noop", "--run-name", "bad")
+    run(*MOCK, "--bench-run-name", "good")
+    run(*MOCK, "--bench-agent", "noop", "--bench-run-name", "bad")
     base = pytester.path / "benchmark_results"
     capsys.readouterr()
     assert view_main([str(base / "good"), str(base / "bad")]) == 0

@@ -52,7 +52,7 @@ def own_agent(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_own_agent_passes_every_mock_task(own_agent, run):
-    result = run("--bench=mock", "--agent", "my-agent", "--tasks", "5", "--run-name", "mine")
+    result = run("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "5", "--bench-run-name", "mine")
     result.assert_outcomes(passed=5)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["Success rate: 100.0% (outcomes only)"])
@@ -70,7 +70,7 @@ def test_own_agent_passes_every_mock_task(own_agent, run):
 
 
 def test_own_agent_is_listed_when_the_name_is_wrong(own_agent, run):
-    result = run("--bench=mock", "--agent", "my-agnet", "--tasks", "1")
+    result = run("--bench=mock", "--bench-agent", "my-agnet", "--bench-limit", "1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown agent 'my-agnet'*available:*my-agent*"])
     assert not (own_agent.path / "benchmark_results").exists()
@@ -78,7 +78,7 @@ def test_own_agent_is_listed_when_the_name_is_wrong(own_agent, run):
 
 def test_own_agent_configuration_error_stops_before_any_task(own_agent, run, monkeypatch):
     monkeypatch.setenv("MY_AGENT_TARGET", "")
-    result = run("--bench=mock", "--agent", "my-agent", "--tasks", "2")
+    result = run("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*MY_AGENT_TARGET is set but empty*"])
     result.stdout.no_fnmatch_line("*passed*")
@@ -87,7 +87,7 @@ def test_own_agent_configuration_error_stops_before_any_task(own_agent, run, mon
 def test_own_agent_checker_decides_not_the_agent(own_agent, run, monkeypatch):
     # Clicking OK instead of Submit: the agent still says done, the mock checker says no.
     monkeypatch.setenv("MY_AGENT_TARGET", "OK")
-    result = run("--bench=mock", "--agent", "my-agent", "--tasks", "3", "--run-name", "ok")
+    result = run("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "3", "--bench-run-name", "ok")
     result.assert_outcomes(failed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     records = results(run_folder(own_agent, "ok"))
@@ -96,23 +96,23 @@ def test_own_agent_checker_decides_not_the_agent(own_agent, run, monkeypatch):
 
 
 def test_own_agent_selects_a_domain(own_agent, run):
-    result = run("--bench=mock", "--agent", "my-agent", "--tasks", "6", "-m", "mock and chrome", "--strict-markers")
+    result = run("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "6", "-m", "mock and chrome", "--strict-markers")
     result.assert_outcomes(passed=2, deselected=4)
 
 
 def test_own_agent_fixture_override(own_agent, run):
-    # The docstring's alternative: override the agent fixture instead of choosing --agent.
+    # The docstring's alternative: override the agent fixture instead of choosing --bench-agent.
     own_agent.makeconftest(
         OWN_AGENT.read_text(encoding="utf-8")
         + "\n\n@pytest.fixture\ndef agent():\n    return SubmitByPixelsAgent()\n"
     )
-    result = run("--bench=mock", "--agent", "noop", "--tasks", "3", "--run-name", "fixture")
+    result = run("--bench=mock", "--bench-agent", "noop", "--bench-limit", "3", "--bench-run-name", "fixture")
     result.assert_outcomes(passed=3)
     assert {r["agent"] for r in results(run_folder(own_agent, "fixture"))} == {"my-agent"}
 
 
 def test_own_agent_under_xdist(own_agent, run_sub):
-    result = run_sub("--bench=mock", "--agent", "my-agent", "--tasks", "4", "-n", "2", "--run-name", "par")
+    result = run_sub("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "4", "-n", "2", "--bench-run-name", "par")
     result.assert_outcomes(passed=4)
     records = results(run_folder(own_agent, "par"))
     assert sorted(r["task_id"] for r in records) == sorted(
@@ -140,7 +140,7 @@ def test_todo_collects_its_tasks_by_domain(todo, run):
 
 
 def test_todo_own_agent_passes(todo, run):
-    result = run("--bench=todo", "--agent", "todo-agent", "--run-name", "own")
+    result = run("--bench=todo", "--bench-agent", "todo-agent", "--bench-run-name", "own")
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.OK
     records = by_task(run_folder(todo, "own"))
@@ -151,7 +151,7 @@ def test_todo_own_agent_passes(todo, run):
 
 
 def test_todo_noop_agent_fails_every_task(todo, run):
-    result = run("--bench=todo", "--agent", "noop", "--run-name", "noop")
+    result = run("--bench=todo", "--bench-agent", "noop", "--bench-run-name", "noop")
     result.assert_outcomes(failed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*'milk' on the list*FAIL*"])
@@ -163,7 +163,7 @@ def test_todo_noop_agent_fails_every_task(todo, run):
 
 
 def test_todo_scripted_agent_gets_partial_credit(todo, run):
-    result = run("--bench=todo", "--agent", "scripted", "--agent-script", "script.json", "--run-name", "script")
+    result = run("--bench=todo", "--bench-agent", "scripted", "--bench-agent-script", "script.json", "--bench-run-name", "script")
     result.assert_outcomes(passed=2, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
@@ -195,18 +195,18 @@ def test_todo_scripted_agent_gets_partial_credit(todo, run):
     ],
 )
 def test_todo_domain_markers_select_under_strict_markers(todo, run, expression, selected):
-    result = run("--bench=todo", "--agent", "todo-agent", "-m", expression, "--strict-markers",
-                 "--run-name", "sel")
+    result = run("--bench=todo", "--bench-agent", "todo-agent", "-m", expression, "--strict-markers",
+                 "--bench-run-name", "sel")
     result.assert_outcomes(passed=len(selected), deselected=3 - len(selected))
     assert sorted(by_task(run_folder(todo, "sel"))) == selected
 
 
 def test_todo_keyword_and_exact_task_selection(todo, run):
-    result = run("--bench=todo", "--agent", "todo-agent", "-k", "eggs or laundry")
+    result = run("--bench=todo", "--bench-agent", "todo-agent", "-k", "eggs or laundry")
     result.assert_outcomes(passed=2, deselected=1)
-    result = run("--bench=todo", "--agent", "todo-agent", "-k", "offline")  # a task tag
+    result = run("--bench=todo", "--bench-agent", "todo-agent", "-k", "offline")  # a task tag
     result.assert_outcomes(passed=3)
-    result = run("--bench=todo", "--agent", "todo-agent", "--bench-task", "complete_laundry")
+    result = run("--bench=todo", "--bench-agent", "todo-agent", "--bench-task", "complete_laundry")
     result.assert_outcomes(passed=1)
     result = run("--bench=todo", "--bench-task", "complete_dishes")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -214,8 +214,8 @@ def test_todo_keyword_and_exact_task_selection(todo, run):
 
 
 def test_todo_last_failed_reruns_only_the_partial_task(todo, run):
-    run("--bench=todo", "--agent", "scripted", "--agent-script", "script.json").assert_outcomes(passed=2, failed=1)
-    result = run("--bench=todo", "--agent", "todo-agent", "--lf", "--run-name", "again")
+    run("--bench=todo", "--bench-agent", "scripted", "--bench-agent-script", "script.json").assert_outcomes(passed=2, failed=1)
+    result = run("--bench=todo", "--bench-agent", "todo-agent", "--lf", "--bench-run-name", "again")
     result.assert_outcomes(passed=1, deselected=2)
     assert list(by_task(run_folder(todo, "again"))) == ["add_eggs_bread"]
 
@@ -236,7 +236,7 @@ def test_todo_from_ini_keys(todo, run):
 
 
 def test_todo_screenshots_are_drawn_when_asked(todo, run):
-    result = run("--bench=todo", "--agent", "todo-agent", "--screenshots=on", "--run-name", "shots")
+    result = run("--bench=todo", "--bench-agent", "todo-agent", "--bench-screenshots=on", "--bench-run-name", "shots")
     result.assert_outcomes(passed=3)
     folder = run_folder(todo, "shots")
     record = by_task(folder)["add_milk"]
@@ -246,7 +246,7 @@ def test_todo_screenshots_are_drawn_when_asked(todo, run):
 
 
 def test_todo_under_xdist(todo, run_sub):
-    result = run_sub("--bench=todo", "--agent", "todo-agent", "-n", "2", "--run-name", "par")
+    result = run_sub("--bench=todo", "--bench-agent", "todo-agent", "-n", "2", "--bench-run-name", "par")
     result.assert_outcomes(passed=3)
     assert sorted(by_task(run_folder(todo, "par"))) == ["add_eggs_bread", "add_milk", "complete_laundry"]
 

@@ -198,7 +198,7 @@ def test_default_run_passes_with_the_seed_figures(project, run):
 
 
 def test_items_and_ids(project, run):
-    result = run("--bench=extradup", "--collect-only", "-q", "--reward", "record")
+    result = run("--bench=extradup", "--collect-only", "-q", "--bench-reward", "record")
     ids = [line for line in result.outlines if line.startswith("bench/")]
     assert ids == [f"bench/extradup::{reward}::{condition}::trial{k}"
                    for reward in ("screen_only", "record") for condition in CONDITIONS for k in (1, 2, 3)]
@@ -228,7 +228,7 @@ def test_k_selects_one_reward(project, run):
 
 def test_a_good_user_reward_from_the_rootdir(project, run):
     project.makepyfile(mymod=REWARDS)
-    result = run("--bench=extradup", "--reward", "mymod:good")
+    result = run("--bench=extradup", "--bench-reward", "mymod:good")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(**_outcomes(passed=18, skipped=3))  # its items are not xfail
     result.stdout.fnmatch_lines([*SEED_FIGURES, "good (mymod:good: Reads the new records back.)",
@@ -240,7 +240,7 @@ def test_the_reward_module_is_found_in_the_rootdir_from_a_subfolder(project, run
     project.makeini("[pytest]\n")
     sub = project.mkdir("sub")
     monkeypatch.chdir(sub)
-    result = run("--bench=extradup", "--reward", "rootmod:good", "--collect-only", "-q")
+    result = run("--bench=extradup", "--bench-reward", "rootmod:good", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     assert "bench/extradup::good::control::trial1" in result.outlines
 
@@ -254,7 +254,7 @@ def test_a_user_reward_from_the_ini_key(project, run):
 
 def test_a_reward_that_pays_a_wrong_write_fails_with_paid_wrong(project, run):
     project.makepyfile(mymod=REWARDS)
-    result = run("--bench=extradup", "--reward", "mymod:lax", "-rf")
+    result = run("--bench=extradup", "--bench-reward", "mymod:lax", "-rf")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(**_outcomes(passed=15, failed=3, skipped=3))
     result.stdout.fnmatch_lines_random([
@@ -267,7 +267,7 @@ def test_a_reward_that_pays_a_wrong_write_fails_with_paid_wrong(project, run):
 
 def test_a_reward_that_refuses_the_correct_write_fails_with_over_refusal(project, run):
     project.makepyfile(mymod=REWARDS)
-    result = run("--bench=extradup", "--reward", "mymod:never", "-v")
+    result = run("--bench=extradup", "--bench-reward", "mymod:never", "-v")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # control and the outage (the correct write behind an unreadable store) are refused
     result.assert_outcomes(**_outcomes(passed=15, failed=6))
@@ -281,7 +281,7 @@ def test_a_reward_that_refuses_the_correct_write_fails_with_over_refusal(project
 ])
 def test_a_broken_reward_errors_only_its_own_items(project, run, name, message):
     project.makepyfile(mymod=REWARDS)
-    result = run("--bench=extradup", "--reward", f"mymod:{name}")
+    result = run("--bench=extradup", "--bench-reward", f"mymod:{name}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(**_outcomes(errors=21))
     result.stdout.fnmatch_lines([message])
@@ -291,15 +291,15 @@ def test_a_broken_reward_errors_only_its_own_items(project, run, name, message):
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
-    ("nope", "*unknown reward 'nope' in --reward; built-in rewards: screen_only, record; or give module:callable*"),
-    ("nomod:fn", "*cannot load reward 'nomod:fn' in --reward: ModuleNotFoundError*"),
-    ("mymod:missing", "*cannot load reward 'mymod:missing' in --reward: AttributeError*"),
-    ("mymod:NOT_CALLABLE", "*reward 'mymod:NOT_CALLABLE' in --reward is not callable*"),
-    ("exits:fn", "*cannot load reward 'exits:fn' in --reward: SystemExit: 2*"),
+    ("nope", "*unknown reward 'nope' in --bench-reward; built-in rewards: screen_only, record; or give module:callable*"),
+    ("nomod:fn", "*cannot load reward 'nomod:fn' in --bench-reward: ModuleNotFoundError*"),
+    ("mymod:missing", "*cannot load reward 'mymod:missing' in --bench-reward: AttributeError*"),
+    ("mymod:NOT_CALLABLE", "*reward 'mymod:NOT_CALLABLE' in --bench-reward is not callable*"),
+    ("exits:fn", "*cannot load reward 'exits:fn' in --bench-reward: SystemExit: 2*"),
 ])
 def test_a_bad_reward_reference_is_a_usage_error(project, run, spec, expected):
     project.makepyfile(mymod=REWARDS + "\nNOT_CALLABLE = 3\n", exits="import sys\nsys.exit(2)\n")
-    result = run("--bench=extradup", "--reward", spec)
+    result = run("--bench=extradup", "--bench-reward", spec)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
     assert "Traceback" not in result.stderr.str()
@@ -308,7 +308,7 @@ def test_a_bad_reward_reference_is_a_usage_error(project, run, spec, expected):
 @pytest.mark.parametrize("dist", [(), ("--dist", "each")])
 def test_xdist_counts_each_item_once(project, run_sub, dist):
     project.makepyfile(mymod=REWARDS)
-    result = run_sub("--bench=extradup", "--reward", "mymod:lax", "-n", "2", *dist)
+    result = run_sub("--bench=extradup", "--bench-reward", "mymod:lax", "-n", "2", *dist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([*SEED_FIGURES, "lax (*", "  gold-FAIL silent-incorrect-success: 3/15",
                                  "  control honest-write: 3/3"])

@@ -1,4 +1,4 @@
-"""The Inspect AI export (``--inspect-log``): a real run's records written as an Inspect eval log.
+"""The Inspect AI export (``--bench-inspect-log``): a real run's records written as an Inspect eval log.
 
 Every test checks the log's structure itself (the keys and types Inspect's pydantic models require,
 the key order its streaming header reader needs, the file name ``inspect view`` lists), so the
@@ -100,7 +100,7 @@ def recomputed(samples: list[Any], scorer: str, metric: str) -> float:
 
 @pytest.fixture
 def mock_run(run, pytester: pytest.Pytester) -> Path:
-    result = run("--bench=mock", "--tasks", "3")
+    result = run("--bench=mock", "--bench-limit", "3")
     assert result.ret == 0
     return only_run_folder(pytester.path)
 
@@ -109,7 +109,7 @@ def mock_run(run, pytester: pytest.Pytester) -> Path:
 def outcome_run(run, pytester: pytest.Pytester) -> Path:
     """A run of the shared benchmark whose eight tasks end in every way an episode can end."""
     pytester.makeconftest(OUTCOME_BENCH)
-    run("--bench=outcomes", "--agent", "outcome-agent")
+    run("--bench=outcomes", "--bench-agent", "outcome-agent")
     return only_run_folder(pytester.path)
 
 
@@ -330,7 +330,7 @@ def test_log_file_name_cleans_parts_as_inspect_does() -> None:
 
 
 def test_option_writes_a_listed_log_into_a_directory(run, pytester: pytest.Pytester) -> None:
-    result = run("--bench=mock", "--tasks", "3", "--inspect-log", "logs")
+    result = run("--bench=mock", "--bench-limit", "3", "--bench-inspect-log", "logs")
     assert result.ret == 0
     files = list((pytester.path / "logs").iterdir())
     assert len(files) == 1 and LISTED_NAME.match(files[0].name)
@@ -343,7 +343,7 @@ def test_option_writes_a_listed_log_into_a_directory(run, pytester: pytest.Pytes
 
 def test_ini_key_names_a_file(run, pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nagentbench_inspect_log = out/run.json\n")
-    result = run("--bench=mock", "--tasks", "2", "--agent", "noop")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     log = json.loads((pytester.path / "out" / "run.json").read_text())
     check_structure(log)
@@ -352,13 +352,13 @@ def test_ini_key_names_a_file(run, pytester: pytest.Pytester) -> None:
 
 
 def test_option_refuses_the_eval_format(run) -> None:
-    result = run("--bench=mock", "--tasks", "1", "--inspect-log", "run.eval")
+    result = run("--bench=mock", "--bench-limit", "1", "--bench-inspect-log", "run.eval")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--inspect-log run.eval: only Inspect's JSON log format is written*"])
+    result.stderr.fnmatch_lines(["*--bench-inspect-log run.eval: only Inspect's JSON log format is written*"])
 
 
 def test_trials_are_epochs_that_inspect_reads(run, pytester: pytest.Pytester, api, tmp_path: Path) -> None:
-    run("--bench=mock", "--tasks", "2", "--trials", "3", "--inspect-log", str(tmp_path / "log.json"))
+    run("--bench=mock", "--bench-limit", "2", "--bench-trials", "3", "--bench-inspect-log", str(tmp_path / "log.json"))
     raw = json.loads((tmp_path / "log.json").read_text())
     check_structure(raw)
     log = api.read_eval_log(str(tmp_path / "log.json"))

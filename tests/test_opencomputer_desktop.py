@@ -94,7 +94,7 @@ def play(upstream: Path, display: str, folder: Path, *agent: str) -> tuple[dict[
     env.pop("XAUTHORITY", None)
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
                            "--bench=opencomputer", "--opencomputer-tasks", str(upstream), "--bench-task", TASK,
-                           "--screenshots", "on", "--results-dir", str(folder / "results"), *agent],
+                           "--bench-screenshots", "on", "--bench-results-dir", str(folder / "results"), *agent],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=300, check=False)
     [run] = list((folder / "results").iterdir())
     [record] = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
@@ -109,7 +109,7 @@ def _screenshots(run: Path) -> list[Path]:
 def test_the_scripted_agent_solves_a_gedit_task_through_real_input_events(upstream: Path, display: str,
                                                                           tmp_path: Path):
     (tmp_path / "script.json").write_text(json.dumps({TASK: SCRIPT}))
-    record, run = play(upstream, display, tmp_path, "--agent", "scripted", "--agent-script",
+    record, run = play(upstream, display, tmp_path, "--bench-agent", "scripted", "--bench-agent-script",
                        str(tmp_path / "script.json"))
     assert (record["passed"], record["score"], record["num_steps"]) == (True, 1.0, len(SCRIPT))
     assert [c["passed"] for c in record["criteria"]] == [True] * 10  # OpenComputer's verifier, every check
@@ -127,11 +127,11 @@ def test_the_scripted_agent_solves_a_gedit_task_through_real_input_events(upstre
 def test_the_replay_agent_solves_it_too(upstream: Path, display: str, tmp_path: Path):
     (tmp_path / "bundles" / TASK).mkdir(parents=True)
     (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(WORKFLOW, indent=1))
-    record, run = play(upstream, display, tmp_path, "--agent", "replay", "--replay-bundles", str(tmp_path / "bundles"))
+    record, run = play(upstream, display, tmp_path, "--bench-agent", "replay", "--bench-replay-bundles", str(tmp_path / "bundles"))
     assert (record["passed"], record["score"]) == (True, 1.0)
     assert _screenshots(run)
 
 
 def test_an_agent_that_does_nothing_fails_with_the_start_state_score(upstream: Path, display: str, tmp_path: Path):
-    record, _ = play(upstream, display, tmp_path, "--agent", "noop")
+    record, _ = play(upstream, display, tmp_path, "--bench-agent", "noop")
     assert record["passed"] is False and 0 < record["score"] < 1  # the file exists, the order is wrong

@@ -55,7 +55,7 @@ def plugin_run(upstream: Path, end_states: Path, cwd: Path, task_ids: list[str],
     """One pytest run of the plugin over OpenComputer's checkout; the results by task id."""
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
             "--opencomputer-tasks", str(upstream), "--opencomputer-end-state", str(end_states),
-            "--results-dir", str(cwd / "results"), "--sandbox-isolation", "bwrap", *args]
+            "--bench-results-dir", str(cwd / "results"), "--sandbox-isolation", "bwrap", *args]
     for task_id in task_ids:
         argv += ["--bench-task", task_id]
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)

@@ -14,11 +14,11 @@ USAGE = pytest.ExitCode.USAGE_ERROR
 B = ["--bench=mock"]
 
 BAD_VALUES = {
-    "--tasks": ["0", "-1", "x", "1e3", str(10**12), ""],
-    "--max-steps": ["0", "x", "-5"],
-    "--run-name": ["a\nb", "\x1b[31mred", "a/b", "..", ".", " x", "x" * 101, "tab\there"],
-    "--min-success": ["2", "-0.1", "x", "150%", "nan", "inf"],
-    "--screenshots": ["sometimes"],
+    "--bench-limit": ["0", "-1", "x", "1e3", str(10**12), ""],
+    "--bench-max-steps": ["0", "x", "-5"],
+    "--bench-run-name": ["a\nb", "\x1b[31mred", "a/b", "..", ".", " x", "x" * 101, "tab\there"],
+    "--bench-min-success": ["2", "-0.1", "x", "150%", "nan", "inf"],
+    "--bench-screenshots": ["sometimes"],
     "--pool-waa-port": ["0", "70000", "x", "-1", "1.5"],
     "--pool-evaluate-port": ["65536", "port"],
     "--pool-ready-timeout": ["1e308", "0", "-1", "inf", "nan", "x"],
@@ -27,14 +27,14 @@ BAD_VALUES = {
     "--pool-poll-interval": ["-1", "1e308", "x"],
     "--pool-hourly-usd": ["-1", "x", "inf"],
     "--pool-ssh-cidr": ["everyone", "1.2.3.4/33", "1.2.3.4/32\nx", "999.1.1.1"],
-    "--aws-subnet": ["subnet-xyz", "vpc-0abc1234", "subnet-12345678; rm -rf /", "subnet-"],
+    "--pool-aws-subnet": ["subnet-xyz", "vpc-0abc1234", "subnet-12345678; rm -rf /", "subnet-"],
     "--waa-server": ["http://", "ftp://host", "localhost:5000", "http://x:99999", "http://a b", "javascript:alert(1)",
                      "http://:80", "http://x:0"],
     "--waa-evaluate-url": ["http://", "host"],
-    "--agent-url": ["http://", "x", "http://h\x1b[2J"],
-    "--agent-timeout": ["0", "-1", "x", "1e308"],
-    "--max-cost-usd": ["0", "-1", "x", "inf"],
-    "--max-cost-usd-per-task": ["0", "nope"],
+    "--bench-agent-url": ["http://", "x", "http://h\x1b[2J"],
+    "--bench-agent-timeout": ["0", "-1", "x", "1e308"],
+    "--bench-max-cost-usd": ["0", "-1", "x", "inf"],
+    "--bench-max-cost-usd-per-task": ["0", "nope"],
     "--pool-workers": ["0", "100000"],
     "--mockmed-runs": ["0", "100000"],
     "--waa-ready-timeout": ["-1", "1e308", "x"],
@@ -84,7 +84,7 @@ def test_a_bad_static_pool_host_is_a_usage_error(run, hosts):
 def test_a_deeply_nested_agent_script_is_a_usage_error(run, pytester):
     script = pytester.path / "deep.json"
     script.write_text("[" * 100_000 + "]" * 100_000)
-    check_usage_error(run(*B, "--agent", "scripted", "--agent-script", str(script)), "--agent-script")
+    check_usage_error(run(*B, "--bench-agent", "scripted", "--bench-agent-script", str(script)), "--bench-agent-script")
 
 
 @pytest.mark.parametrize("content, message", [
@@ -112,16 +112,16 @@ def test_the_browser_driver_without_playwright_is_one_usage_line(run, monkeypatc
     result.stderr.fnmatch_lines(["ERROR: *--mockmed-driver browser needs the playwright package*"])
 
 
-@pytest.mark.parametrize("args", [["--tasks", "3"], ["--bench-task", "x"], ["--min-success", "0.5"],
-                                  ["--screenshots", "on"], ["--max-steps", "3"], ["--run-name", "r"],
-                                  ["--trials", "3"], ["--compare", "earlier"], ["--resume", "earlier"]])
+@pytest.mark.parametrize("args", [["--bench-limit", "3"], ["--bench-task", "x"], ["--bench-min-success", "0.5"],
+                                  ["--bench-screenshots", "on"], ["--bench-max-steps", "3"], ["--bench-run-name", "r"],
+                                  ["--bench-trials", "3"], ["--bench-compare", "earlier"], ["--bench-resume", "earlier"]])
 def test_benchmark_options_without_a_benchmark_say_so(run, args):
     result = run(*args)
     result.stdout.fnmatch_lines([f"*PytestConfigWarning: {args[0]} given without --bench: nothing uses it*"])
 
 
 def test_mockmed_options_with_another_benchmark_say_so(run):
-    result = run(*B, "--tasks", "1", "--mockmed-runs", "2", "--mockmed-arm", "compiled")
+    result = run(*B, "--bench-limit", "1", "--mockmed-runs", "2", "--mockmed-arm", "compiled")
     assert result.ret == 0
     result.stdout.fnmatch_lines([("*PytestConfigWarning: --mockmed-arm, --mockmed-runs given, but --bench has no "
                                   "mockmed: nothing uses it*")])

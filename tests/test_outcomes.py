@@ -12,7 +12,7 @@ from conftest import OUTCOME_BENCH, only_run_folder, results
 @pytest.fixture
 def outcome_run(run, pytester):
     pytester.makeconftest(OUTCOME_BENCH)
-    result = run("--bench=outcomes", "--agent", "outcome-agent", "-rA")
+    result = run("--bench=outcomes", "--bench-agent", "outcome-agent", "-rA")
     return result, only_run_folder(pytester.path)
 
 
@@ -90,7 +90,7 @@ def agent():
     raise RuntimeError("no GPU for the agent")
 """
     )
-    result = run("--bench=mock", "--tasks", "2")
+    result = run("--bench=mock", "--bench-limit", "2")
     result.assert_outcomes(errors=2)
     rows = results(only_run_folder(pytester.path))
     assert [r["status"] for r in rows] == ["error", "error"]
@@ -99,7 +99,7 @@ def agent():
 
 
 def test_x_stops_after_the_first_failure(run, pytester):
-    result = run("--bench=mock", "--tasks", "5", "--agent", "noop", "-x")
+    result = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "noop", "-x")
     result.assert_outcomes(failed=1)
     assert len(results(only_run_folder(pytester.path))) == 1
 
@@ -107,9 +107,9 @@ def test_x_stops_after_the_first_failure(run, pytester):
 def test_lf_reruns_only_the_failed_tasks(run, pytester):
     script = pytester.path / "script.json"
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
-    first = run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script))
+    first = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script))
     first.assert_outcomes(passed=4, failed=1)
-    again = run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script), "--lf", "-v")
+    again = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script), "--lf", "-v")
     again.assert_outcomes(failed=1, deselected=4)
     again.stdout.fnmatch_lines(["*bench/mock::clock::mock_clock_001 FAILED*"])
 
@@ -118,13 +118,13 @@ def test_baseline_turns_known_failures_into_xfail(run, pytester):
     script = pytester.path / "script.json"
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "mock_chrome_002": [{"type": "done"}],
                                   "*": [{"type": "click", "target_id": "4"}]}))
-    run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script), "--run-name", "base")
+    run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script), "--bench-run-name", "base")
     baseline = pytester.path / "benchmark_results" / "base" / "results.jsonl"
     # Now chrome_002 is fixed and clock_002 regresses.
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "mock_clock_002": [{"type": "done"}],
                                   "*": [{"type": "click", "target_id": "4"}]}))
-    result = run("--bench=mock", "--tasks", "5", "--agent", "scripted", "--agent-script", str(script),
-                 "--baseline", str(baseline), "-rxX")
+    result = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script),
+                 "--bench-baseline", str(baseline), "-rxX")
     result.assert_outcomes(passed=2, failed=1, xfailed=1, xpassed=1)
     result.stdout.fnmatch_lines(["*XFAIL*mock_clock_001*did not pass in the baseline run (failed)*",
                                  "*XPASS*mock_chrome_002*"])
@@ -138,51 +138,51 @@ def test_baseline_does_not_hide_infrastructure_errors(run, pytester):
     pytester.makeconftest(OUTCOME_BENCH)
     (pytester.path / "base.jsonl").write_text(json.dumps({"benchmark": "outcomes", "task_id": "infra",
                                                           "success": False, "status": "failed"}) + "\n")
-    result = run("--bench=outcomes", "--agent", "outcome-agent", "--bench-task", "infra", "--baseline", "base.jsonl")
+    result = run("--bench=outcomes", "--bench-agent", "outcome-agent", "--bench-task", "infra", "--bench-baseline", "base.jsonl")
     result.assert_outcomes(errors=1)
 
 
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ("not json\n", "*--baseline: *base.jsonl line 1 is not JSON*"),
-        ('{"x": 1}\n', "*--baseline: *base.jsonl line 1 is not a result record (needs task_id and benchmark)*"),
+        ("not json\n", "*--bench-baseline: *base.jsonl line 1 is not JSON*"),
+        ('{"x": 1}\n', "*--bench-baseline: *base.jsonl line 1 is not a result record (needs task_id and benchmark)*"),
     ],
 )
 def test_malformed_baseline_is_a_usage_error(run, pytester, content, expected):
     (pytester.path / "base.jsonl").write_text(content)
-    result = run("--bench=mock", "--tasks", "2", "--baseline", "base.jsonl")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-baseline", "base.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
 
 
 def test_missing_baseline_is_a_usage_error(run):
-    result = run("--bench=mock", "--baseline", "nowhere.jsonl")
+    result = run("--bench=mock", "--bench-baseline", "nowhere.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--baseline: nowhere.jsonl does not exist*"])
+    result.stderr.fnmatch_lines(["*--bench-baseline: nowhere.jsonl does not exist*"])
 
 
 def test_min_success_fails_the_run_below_the_rate(run):
-    result = run("--bench=mock", "--tasks", "4", "--agent", "noop", "--min-success", "50%", "-p", "no:cacheprovider")
+    result = run("--bench=mock", "--bench-limit", "4", "--bench-agent", "noop", "--bench-min-success", "50%", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["ERROR: success rate 0.0% (outcomes only) is below --min-success 50.0%"])
+    result.stdout.fnmatch_lines(["ERROR: success rate 0.0% (outcomes only) is below --bench-min-success 50.0%"])
 
 
 def test_min_success_turns_a_green_run_red(run, pytester):
     script = pytester.path / "script.json"
     script.write_text(json.dumps({"mock_chrome_001": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
-    base = ("--bench=mock", "--tasks", "4", "--agent", "scripted", "--agent-script", str(script))
+    base = ("--bench=mock", "--bench-limit", "4", "--bench-agent", "scripted", "--bench-agent-script", str(script))
     # The failing task is a known failure, so pytest alone would exit 0 ...
-    run(*base, "--run-name", "base")
-    ok = run(*base, "--baseline", "benchmark_results/base", "--min-success", "0.7")
+    run(*base, "--bench-run-name", "base")
+    ok = run(*base, "--bench-baseline", "benchmark_results/base", "--bench-min-success", "0.7")
     assert ok.ret == pytest.ExitCode.OK  # 3/4 = 75% >= 70%
-    gated = run(*base, "--baseline", "benchmark_results/base", "--min-success", "0.8")
+    gated = run(*base, "--bench-baseline", "benchmark_results/base", "--bench-min-success", "0.8")
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
-    gated.stdout.fnmatch_lines(["ERROR: success rate 75.0% (outcomes only) is below --min-success 80.0%"])
+    gated.stdout.fnmatch_lines(["ERROR: success rate 75.0% (outcomes only) is below --bench-min-success 80.0%"])
 
 
 def test_min_success_passes_at_the_rate(run):
-    result = run("--bench=mock", "--tasks", "4", "--min-success", "1.0")
+    result = run("--bench=mock", "--bench-limit", "4", "--bench-min-success", "1.0")
     assert result.ret == pytest.ExitCode.OK
     assert "ERROR:" not in result.stdout.str()
 
@@ -197,7 +197,7 @@ def pytest_agentbench_verdict_to_outcome(record, item):
         return Outcome("skipped", "not evaluated: ignored by this project")
 """
     )
-    result = run("--bench=mock", "--tasks", "2", "--agent", "noop")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop")
     result.assert_outcomes(skipped=2)
 
 
@@ -212,7 +212,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.skip(reason="clock app not installed"))
 """
     )
-    result = run("--bench=mock", "--tasks", "3", "-rs")
+    result = run("--bench=mock", "--bench-limit", "3", "-rs")
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["*clock app not installed*"])
     row = next(r for r in results(only_run_folder(pytester.path)) if r["domain"] == "clock")
@@ -233,7 +233,7 @@ def pytest_agentbench_register_agents(registry):
     registry.register("mock", lambda config: Lazy())
 """
     )
-    result = run("--bench=mock", "--tasks", "2")
+    result = run("--bench=mock", "--bench-limit", "2")
     result.assert_outcomes(failed=2)
     assert {r["agent"] for r in results(only_run_folder(pytester.path))} == {"lazy-mock"}
 

@@ -8,7 +8,7 @@ summary counts final outcomes; the terminal counts reruns as reruns for every it
 pytest-timeout: a hanging agent fails with ``task timeout`` in every way a timeout is given (option,
 ini key, marker; ``signal`` and ``thread`` methods; ``timeout_func_only``), and a hanging
 environment stays an infrastructure error. pytest-repeat: ``--count`` is refused with a pointer to
-``--trials``. allure-pytest: the instruction is the description, the task's files are attachments.
+``--bench-trials``. allure-pytest: the instruction is the description, the task's files are attachments.
 pytest-json-report: one entry per item, with the run record's outcome. Also: item locations, the
 pytest-html description recipe, and the warning for a path option whose spaced value chose the
 rootdir.
@@ -53,7 +53,7 @@ def pytest_agentbench_register_agents(registry):
 
 
 def test_reruns_keep_one_record_per_item_with_every_attempt(run, pytester, validators):  # noqa: F811
-    result = run("--bench=mock", "--tasks", "3", "--agent", "noop", "--reruns", "1")
+    result = run("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop", "--reruns", "1")
     assert result.parseoutcomes() == {"failed": 3, "rerun": 3}
     folder = only_run_folder(pytester.path)
     checked = validate_run(folder, validators)
@@ -70,7 +70,7 @@ def test_reruns_keep_one_record_per_item_with_every_attempt(run, pytester, valid
 
 def test_a_rerun_that_passes_counts_as_passed(run, pytester, validators):  # noqa: F811
     pytester.makeconftest(FLAKY)
-    result = run("--bench=mock", "--tasks", "3", "--agent", "flaky", "--reruns", "2")
+    result = run("--bench=mock", "--bench-limit", "3", "--bench-agent", "flaky", "--reruns", "2")
     assert result.parseoutcomes() == {"passed": 3, "rerun": 3}
     checked = validate_run(only_run_folder(pytester.path), validators)
     assert [[a["status"] for a in r["attempts"]] for r in checked["records"]] == [["rerun", "passed"]] * 3
@@ -78,7 +78,7 @@ def test_a_rerun_that_passes_counts_as_passed(run, pytester, validators):  # noq
 
 
 def test_reruns_under_xdist_write_each_item_once(run_sub, pytester):
-    result = run_sub("--bench=mock", "--tasks", "4", "--agent", "noop", "--reruns", "1", "-n", "2")
+    result = run_sub("--bench=mock", "--bench-limit", "4", "--bench-agent", "noop", "--reruns", "1", "-n", "2")
     assert result.parseoutcomes() == {"failed": 4, "rerun": 4}
     records = results(only_run_folder(pytester.path))
     assert sorted(r["task_id"] for r in records) == sorted({r["task_id"] for r in records}) and len(records) == 4
@@ -94,7 +94,7 @@ def test_audit_and_suite_items_count_reruns_as_reruns(run):
 
 
 def test_a_run_without_reruns_has_no_attempts_field(run, pytester):
-    run("--bench=mock", "--tasks", "2", "--agent", "noop").assert_outcomes(failed=2)
+    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop").assert_outcomes(failed=2)
     assert all("attempts" not in r for r in results(only_run_folder(pytester.path)))
     assert json.loads((only_run_folder(pytester.path) / "summary.json").read_text())["fail_count"] == 2
 
@@ -125,7 +125,7 @@ class Named(Benchmark):
 def pytest_agentbench_register_benchmarks(registry):
     registry.register("flaky", lambda config: Named())
 ''')
-    result = run("--bench=flaky", "--agent", "noop")
+    result = run("--bench=flaky", "--bench-agent", "noop")
     assert result.parseoutcomes() == {"failed": 2}  # not skipped, not rerun
     assert [r["status"] for r in results(only_run_folder(pytester.path))] == ["failed", "failed"]
     assert run("--bench=flaky", "-m", "agentbench_skip", "--collect-only", "-q").ret == 0
@@ -213,7 +213,7 @@ def test_pytest_timeout_fails_a_hanging_agent_in_every_mode(run_sub, pytester, m
     if marker is not None:
         monkeypatch.setenv("MARK_TIMEOUT", json.dumps(marker))
     started = time.monotonic()
-    result = run_sub("--bench=mock", "--tasks", "2", "--agent", "hangs", "-p", "timeout", *args)
+    result = run_sub("--bench=mock", "--bench-limit", "2", "--bench-agent", "hangs", "-p", "timeout", *args)
     assert time.monotonic() - started < 40, "the episode was not stopped at its deadline"
     assert result.parseoutcomes() == {"passed": 1, "failed": 1}, result.stdout.str()
     message = "agent error: task timeout: 2 s (pytest-timeout) ran out while the agent was acting"
@@ -227,18 +227,18 @@ def test_pytest_timeout_fails_a_hanging_agent_in_every_mode(run_sub, pytester, m
 def test_bench_task_timeout_without_pytest_timeout(run_sub, pytester, monkeypatch):
     pytester.makeconftest(HANGING)
     monkeypatch.setenv("COLUMNS", "200")
-    result = run_sub("--bench=mock", "--tasks", "2", "--agent", "hangs", "-p", "no:timeout",
+    result = run_sub("--bench=mock", "--bench-limit", "2", "--bench-agent", "hangs", "-p", "no:timeout",
                      "--bench-task-timeout=1.5")
     assert result.parseoutcomes() == {"passed": 1, "failed": 1}
     result.stdout.fnmatch_lines([("FAILED bench/mock::clock::mock_clock_001 - Failed: agent error: task timeout: "
                                   "1.5 s (--bench-task-timeout) ran out while the agent was acting")])
-    again = run_sub("--bench=mock", "--tasks", "2", "--agent", "hangs", "-o", "agentbench_task_timeout=1.5")
+    again = run_sub("--bench=mock", "--bench-limit", "2", "--bench-agent", "hangs", "-o", "agentbench_task_timeout=1.5")
     assert again.parseoutcomes() == {"passed": 1, "failed": 1}
 
 
 def test_a_hanging_environment_is_still_an_infrastructure_error(run_sub, pytester):
     pytester.makeconftest(HANGING)
-    result = run_sub("--bench=hangreset", "--agent", "noop", "-p", "timeout", "--timeout=1",
+    result = run_sub("--bench=hangreset", "--bench-agent", "noop", "-p", "timeout", "--timeout=1",
                      "--timeout-method=thread")
     assert result.parseoutcomes() == {"errors": 1} or result.parseoutcomes() == {"error": 1}
     result.stdout.fnmatch_lines(["ERROR bench/hangreset::d::t1 - Failed: infrastructure error: task timeout: *"])
@@ -257,7 +257,7 @@ def test_a_bad_task_timeout_is_a_usage_error(run, value):
 # -- report plugins: descriptions, attachments, locations, one entry per item ----------------------
 def test_allure_gets_the_instruction_and_the_task_files(run_sub, pytester):
     pytest.importorskip("allure_pytest", reason="allure-pytest is part of the dev extra")
-    result = run_sub("--bench=mock", "--tasks", "2", "--agent", "noop", "--screenshots=on", "-p", "allure_pytest",
+    result = run_sub("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-screenshots=on", "-p", "allure_pytest",
                      "--alluredir", "allure")
     assert result.parseoutcomes() == {"failed": 2}
     out = pytester.path / "allure"
@@ -291,7 +291,7 @@ def test_allure_descriptions_of_audit_items_name_the_run(run_sub, pytester):
 def test_json_report_has_one_entry_per_item(run_sub, pytester):
     pytest.importorskip("pytest_jsonreport", reason="pytest-json-report is part of the dev extra")
     pytester.makeconftest(OUTCOME_BENCH)
-    result = run_sub("--bench=outcomes", "--agent", "outcome-agent", "-p", "pytest_jsonreport", "--json-report",
+    result = run_sub("--bench=outcomes", "--bench-agent", "outcome-agent", "-p", "pytest_jsonreport", "--json-report",
                      "--json-report-file=report.json")
     result.assert_outcomes(passed=1, failed=4, skipped=1, errors=2)
     report = json.loads((pytester.path / "report.json").read_text())
@@ -305,40 +305,40 @@ def test_json_report_has_one_entry_per_item(run_sub, pytester):
 
 def test_repeat_count_is_refused_with_a_pointer_to_trials(run_sub):
     pytest.importorskip("pytest_repeat", reason="pytest-repeat is part of the dev extra")
-    result = run_sub("--bench=mock", "--tasks", "2", "-p", "repeat", "--count", "3")
+    result = run_sub("--bench=mock", "--bench-limit", "2", "-p", "repeat", "--count", "3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--count 3 does not repeat benchmark items; use --trials 3" in result.stderr.str()
-    assert run_sub("--bench=mock", "--tasks", "2", "-p", "repeat", "--count", "1").ret == 0
+    assert "--count 3 does not repeat benchmark items; use --bench-trials 3" in result.stderr.str()
+    assert run_sub("--bench=mock", "--bench-limit", "2", "-p", "repeat", "--count", "1").ret == 0
 
 
 def test_items_are_located_at_their_benchmark_source(run, pytester):
     """pytest-sugar and CI annotations show ``location``: the conftest line that registered the
     benchmark, not ``.:1``."""
     pytester.makeconftest(OUTCOME_BENCH)
-    run("--bench=outcomes", "--agent", "outcome-agent", "--junitxml=out.xml", "-o", "junit_family=xunit1")
+    run("--bench=outcomes", "--bench-agent", "outcome-agent", "--junitxml=out.xml", "-o", "junit_family=xunit1")
     cases = ET.parse(pytester.path / "out.xml").getroot().findall(".//testcase")
     written = (pytester.path / "conftest.py").read_text().splitlines()
     line = next(n for n, text in enumerate(written) if 'registry.register("outcomes"' in text)  # 0-based
     assert {(c.get("file"), c.get("line")) for c in cases} == {("conftest.py", str(line))}
-    run("--bench=mock", "--tasks", "1", "--junitxml=mock.xml", "-o", "junit_family=xunit1")
+    run("--bench=mock", "--bench-limit", "1", "--junitxml=mock.xml", "-o", "junit_family=xunit1")
     (case,) = ET.parse(pytester.path / "mock.xml").getroot().findall(".//testcase")
     assert case.get("file").endswith("pytest_agentbench/benches/mock/bench.py") and int(case.get("line")) > 0
 
 
 # -- pytest's rootdir and a path option given with a space ----------------------------------------
 def test_a_path_option_given_with_a_space_that_chose_the_rootdir_is_warned_about(run, pytester):
-    """pytest picks the rootdir and ini file before plugins load, reading ``--agent-script /abs``'s
+    """pytest picks the rootdir and ini file before plugins load, reading ``--bench-agent-script /abs``'s
     value as a test path: the run says so and gives the ``--opt=/abs`` spelling."""
     other = pytester.mkdir("other")
     (other / "pytest.ini").write_text("[pytest]\n")
     script = other / "script.json"
     script.write_text(json.dumps({"*": [{"type": "click", "target_id": "4"}]}))
-    spaced = run("--bench=mock", "--tasks", "1", "--agent", "scripted", "--agent-script", str(script))
+    spaced = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "scripted", "--bench-agent-script", str(script))
     spaced.assert_outcomes(passed=1)
     assert f"rootdir: {other}" in spaced.stdout.str()
     spaced.stdout.fnmatch_lines([(f"*PytestConfigWarning: pytest chose rootdir {other} and ini file {other}*pytest.ini "
-                                  f"from --agent-script {script}: *Write --agent-script={script}")])
-    joined = run("--bench=mock", "--tasks", "1", "--agent", "scripted", f"--agent-script={script}")
+                                  f"from --bench-agent-script {script}: *Write --bench-agent-script={script}")])
+    joined = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "scripted", f"--bench-agent-script={script}")
     joined.assert_outcomes(passed=1)
     assert "PytestConfigWarning" not in joined.stdout.str() and f"rootdir: {other}" not in joined.stdout.str()
 
@@ -378,7 +378,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     report.description = str(item.function.__doc__)
 ''')
-    run("--bench=mock", "--tasks", "2", "--html=report.html")
+    run("--bench=mock", "--bench-limit", "2", "--html=report.html")
     page = (pytester.path / "report.html").read_text()
     folder = only_run_folder(pytester.path)
     instructions = [t["instruction"] for t in json.loads((folder / "manifest.json").read_text())["suites"][0]["tasks"]]

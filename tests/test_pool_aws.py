@@ -232,7 +232,7 @@ def test_unknown_subnet(aws_env):
     with pytest.raises(ProviderError) as excinfo:
         provider(extra={"subnet_id": "subnet-0123456789abcdef0"}).prepare()
     assert error_line(excinfo) == ("subnet 'subnet-0123456789abcdef0' not found in region 'us-east-1'; "
-                                   "fix --aws-subnet or --pool-region")
+                                   "fix --pool-aws-subnet or --pool-region")
 
 
 def test_no_default_vpc_asks_for_a_subnet(aws_env):
@@ -244,7 +244,7 @@ def test_no_default_vpc_asks_for_a_subnet(aws_env):
     with pytest.raises(ProviderError) as excinfo:
         provider(region="eu-north-1").prepare()
     message = error_line(excinfo)
-    assert message.startswith("region 'eu-north-1' has no default VPC;") and "--aws-subnet SUBNET_ID" in message
+    assert message.startswith("region 'eu-north-1' has no default VPC;") and "--pool-aws-subnet SUBNET_ID" in message
 
 
 # ---------------------------------------------------------------------------------------- the cycle

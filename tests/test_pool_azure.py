@@ -128,7 +128,7 @@ def test_missing_subscription(fake, monkeypatch):
     with pytest.raises(ProviderError) as excinfo:
         provider(fake, extra={"subscription_id": None}).check()
     assert one_line_error(excinfo) == ("Azure needs a subscription: set AZURE_SUBSCRIPTION_ID or "
-                                       "--azure-subscription")
+                                       "--pool-azure-subscription")
     assert fake.requests == []
 
 

@@ -65,7 +65,7 @@ def test_a_deletion_cut_short_is_redone_by_the_next_call(pool, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         pool.destroy()
     assert len(live()) == 2 and not pool.destroyed
-    assert any("--agentbench-reap --pool aws --reap-run faults" in line for line in pool.lines)
+    assert any("--agentbench-reap --pool aws --agentbench-reap-run faults" in line for line in pool.lines)
     # the cleanup's retry (config.add_cleanup) deletes everything
     assert pool.destroy() == []
     assert live() == [] and groups() == [] and pool.destroyed
@@ -97,7 +97,7 @@ def test_a_deletion_that_never_succeeds_names_the_reaper(pool, monkeypatch):
     assert failures == ["instance i-x: refused (test)"]
     assert not pool.destroyed
     assert pool.lines[-1] == ("agentbench pool: some resources may remain; run "
-                              "pytest --agentbench-reap --pool aws --reap-run faults")
+                              "pytest --agentbench-reap --pool aws --agentbench-reap-run faults")
     assert pool.destroy() == [] and live() == []
 
 

@@ -236,7 +236,7 @@ def test_without_xdist_one_vm_is_created_on_first_use(run_sub, pytester, project
 def _finished_run(run_sub, pytester, project, keep: int) -> Path:
     """A run of the four tasks on the pool that ends normally, then cut back to its first
     ``keep`` records (as if it had died there); returns its folder."""
-    run_sub(*project, "-n", "2", "--run-name", "run").assert_outcomes(passed=4)
+    run_sub(*project, "-n", "2", "--bench-run-name", "run").assert_outcomes(passed=4)
     folder = only_run_folder(pytester.path)
     lines = (folder / "results.jsonl").read_text().splitlines()
     (folder / "results.jsonl").write_text("".join(line + "\n" for line in lines[:keep]))
@@ -253,7 +253,7 @@ def test_resume_creates_vms_only_for_items_left(run_sub, pytester, project, keep
     folder = _finished_run(run_sub, pytester, project, keep)
     before = {i["InstanceId"] for i in all_instances()}
     assert len(before) == 2 and live_instances() == []
-    result = run_sub(*project, *xdist, "--resume", str(folder))
+    result = run_sub(*project, *xdist, "--bench-resume", str(folder))
     result.assert_outcomes(passed=4)  # the done ones from their records
     created = [i for i in all_instances() if i["InstanceId"] not in before]
     assert len(created) == vms and live_instances() == [] and run_groups() == []
@@ -269,11 +269,11 @@ def test_resume_creates_vms_only_for_items_left(run_sub, pytester, project, keep
 
 def test_dry_run_of_a_resume_prices_only_the_items_left(run_sub, pytester, project):
     folder = _finished_run(run_sub, pytester, project, 3)
-    result = run_sub(*project, "--pool-dry-run", "-n", "2", "--resume", str(folder))
+    result = run_sub(*project, "--pool-dry-run", "-n", "2", "--bench-resume", str(folder))
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*Pool dry run (aws, m8i.2xlarge in us-east-1, 1 VM(s)): 1 tasks",
                                  "*VM-hours:   0.30 vm-hours @ $0.4234/hr = $0.13   ($0.1270/task)"])
-    both = run_sub(*project, "--dry-run", "-n", "2", "--resume", str(folder))
+    both = run_sub(*project, "--bench-dry-run", "-n", "2", "--bench-resume", str(folder))
     assert both.ret == 0
     both.stdout.fnmatch_lines(["*1 tasks (agent scripted*", "*AWS VM-hours: * 0.30 vm-hours @ $0.4234/hr = $0.13"])
     assert len(all_instances()) == 2  # the first run's, none since
@@ -391,15 +391,15 @@ def test_sigterm_while_the_vms_boot_deletes_them_without_waiting_for_them(pytest
 
 
 def test_keep_pool_leaves_the_vms_and_the_reaper_deletes_them(run_sub, pytester, project):
-    result = run_sub(*project, "-n", "2", "--keep-pool", "-k", "t1 or t2")
+    result = run_sub(*project, "-n", "2", "--pool-keep", "-k", "t1 or t2")
     result.assert_outcomes(passed=2)
     assert len(live_instances()) == 2
-    line = next(s for s in result.stdout.lines if "--keep-pool" in s)
-    run_id = line.rsplit("--reap-run ", 1)[1].strip()
+    line = next(s for s in result.stdout.lines if "--pool-keep" in s)
+    run_id = line.rsplit("--agentbench-reap-run ", 1)[1].strip()
     result.stdout.fnmatch_lines(["*VM cost: 2 aws*(kept running)*"])
-    other = run_sub("--agentbench-reap", "--pool", "aws", "--reap-run", "someone-else")
+    other = run_sub("--agentbench-reap", "--pool", "aws", "--agentbench-reap-run", "someone-else")
     assert other.ret == 0 and len(live_instances()) == 2
-    reaped = run_sub("--agentbench-reap", "--pool", "aws", "--reap-run", run_id, "--pool-poll-interval", "0")
+    reaped = run_sub("--agentbench-reap", "--pool", "aws", "--agentbench-reap-run", run_id, "--pool-poll-interval", "0")
     assert reaped.ret == 0, reaped.stdout.str()
     reaped.stdout.fnmatch_lines(["*3 resource(s) tagged agentbench-run (run " + run_id + ")*",
                                  "*deleted 3 of 3 resource(s)*"])

@@ -94,9 +94,9 @@ def test_azure_without_a_subscription_is_a_usage_error(run_sub, project, monkeyp
 
 def test_bench_options_without_a_benchmark_say_they_do_nothing(run, pytester):
     pytester.makepyfile("def test_x():\n    pass\n")
-    result = run("--pool", "aws", "--dry-run")
-    assert result.ret == 0  # --dry-run still only collects; nothing was created or priced
-    result.stdout.fnmatch_lines(["*PytestConfigWarning: --pool, --dry-run given without --bench: nothing uses it*"])
+    result = run("--pool", "aws", "--bench-dry-run")
+    assert result.ret == 0  # --bench-dry-run still only collects; nothing was created or priced
+    result.stdout.fnmatch_lines(["*PytestConfigWarning: --pool, --bench-dry-run given without --bench: nothing uses it*"])
 
 
 def test_a_plain_run_warns_about_nothing(run, pytester):
@@ -107,7 +107,7 @@ def test_a_plain_run_warns_about_nothing(run, pytester):
 
 
 def test_a_dry_run_shows_counts_not_every_item(run):
-    result = run("--bench=mock", "--tasks", "40", "--dry-run")
+    result = run("--bench=mock", "--bench-limit", "40", "--bench-dry-run")
     assert result.ret == 0
     assert "bench/mock: 40" in result.outlines
     assert not [line for line in result.outlines if line.startswith("bench/mock::")]

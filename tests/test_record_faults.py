@@ -29,7 +29,7 @@ def pytest_runtest_call(item):
 def test_a_sigkilled_workers_item_is_recorded_as_an_error(run_sub, pytester, monkeypatch):
     monkeypatch.setenv("KILL_MARK", str(pytester.path / "killed"))
     pytester.makeconftest(KILL_WORKER)
-    result = run_sub("--bench=mock", "--tasks", "5", "-n", "2")
+    result = run_sub("--bench=mock", "--bench-limit", "5", "-n", "2")
     assert (pytester.path / "killed").exists()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     folder = only_run_folder(pytester.path)
@@ -82,7 +82,7 @@ def check_disk_full_run(result, results_dir: Path) -> Path:
 
 def test_a_full_disk_at_the_writer_stops_the_run_with_one_error_line(run_sub, pytester):
     pytester.makeconftest(TORN_WRITES)
-    result = run_sub("--bench=mock", "--tasks", "20")
+    result = run_sub("--bench=mock", "--bench-limit", "20")
     folder = check_disk_full_run(result, pytester.path / "benchmark_results")
     assert len(results(folder)) == 3
     assert result.ret == pytest.ExitCode.INTERRUPTED  # stopped: later items had nowhere to go
@@ -108,32 +108,32 @@ def small_disk(tmp_path):
 @pytest.mark.parametrize("xdist", [False, True], ids=["single", "xdist"])
 def test_a_really_full_disk_keeps_every_complete_record_and_the_folder_is_a_baseline(run_sub, pytester, small_disk,
                                                                                        xdist):
-    args = ["--bench=mock", "--tasks", "800", "--screenshots", "off", "--results-dir", str(small_disk),
+    args = ["--bench=mock", "--bench-limit", "800", "--bench-screenshots", "off", "--bench-results-dir", str(small_disk),
             "-p", "no:cacheprovider", *(["-n", "2"] if xdist else [])]
     result = run_sub(*args)
     folder = check_disk_full_run(result, small_disk)
     kept = len(results(folder))
     assert 0 < kept < 800
-    # The folder of a run the disk stopped is a valid --baseline.
-    again = run_sub("--bench=mock", "--tasks", "3", "--baseline", str(folder), "--run-name", "next")
+    # The folder of a run the disk stopped is a valid --bench-baseline.
+    again = run_sub("--bench=mock", "--bench-limit", "3", "--bench-baseline", str(folder), "--bench-run-name", "next")
     assert again.ret == 0, again.stdout.str()
 
 
 def test_a_torn_last_line_is_tolerated_when_reading_a_run_folder(run_sub, pytester):
-    first = run_sub("--bench=mock", "--tasks", "3", "--agent", "noop", "--run-name", "old")
+    first = run_sub("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop", "--bench-run-name", "old")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
     folder = pytester.path / "benchmark_results" / "old"
     with (folder / "results.jsonl").open("a") as handle:
         handle.write('{"benchmark":"mock","task_id":"mock_chrome_00')  # the write the disk cut short
-    again = run_sub("--bench=mock", "--tasks", "3", "--baseline", str(folder), "--run-name", "new")
+    again = run_sub("--bench=mock", "--bench-limit", "3", "--bench-baseline", str(folder), "--bench-run-name", "new")
     assert again.ret == 0, again.stdout.str()
     again.assert_outcomes(xfailed=0, xpassed=3)
     # A malformed line in the middle is still an error that names the line.
     lines = (folder / "results.jsonl").read_text().splitlines(keepends=True)
     (folder / "results.jsonl").write_text(lines[0] + "{oops\n" + "".join(lines[1:]))
-    bad = run_sub("--bench=mock", "--tasks", "3", "--baseline", str(folder))
+    bad = run_sub("--bench=mock", "--bench-limit", "3", "--bench-baseline", str(folder))
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["ERROR: --baseline: *results.jsonl line 2 is not JSON*"])
+    bad.stderr.fnmatch_lines(["ERROR: --bench-baseline: *results.jsonl line 2 is not JSON*"])
 
 
 def _open_results_files() -> list[str]:
@@ -166,7 +166,7 @@ def test_results_jsonl_is_written_line_by_line_through_one_descriptor_closed_at_
     monkeypatch.setenv("SEEN_LINES", str(seen))
     pytester.makeconftest(RECORD_WHILE_RUNNING)
     assert not _open_results_files()
-    run("--bench=mock", "--tasks", "4").assert_outcomes(passed=4)
+    run("--bench=mock", "--bench-limit", "4").assert_outcomes(passed=4)
     # The call report of item n is recorded before its teardown: n lines, one per item, as they ran.
     assert seen.read_text().split() == ["1", "2", "3", "4"]
     assert len(results(only_run_folder(pytester.path))) == 4

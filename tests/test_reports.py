@@ -26,7 +26,7 @@ Avg steps:    1.0 (all attempts)"""
 
 
 def test_terminal_block_matches_the_quick_start(run):
-    result = run("--bench=mock", "--tasks", "5")
+    result = run("--bench=mock", "--bench-limit", "5")
     assert result.ret == 0
     assert QUICK_START_BLOCK in result.stdout.str()
     result.stdout.fnmatch_lines([
@@ -39,14 +39,14 @@ def test_terminal_block_matches_the_quick_start(run):
 
 
 def test_noop_agent_fails_every_task(run):
-    result = run("--bench=mock", "--tasks", "5", "--agent", "noop")
+    result = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "noop")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines(["Success rate: 0.0% (outcomes only)", "Avg score:    0.000 (outcomes only)"])
 
 
 def test_run_folder_contents(run, pytester):
-    run("--bench=mock", "--tasks", "3", "--agent", "noop")
+    run("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop")
     folder = only_run_folder(pytester.path)
     rows = results(folder)
     assert [r["task_id"] for r in rows] == ["mock_chrome_001", "mock_clock_001", "mock_file_explorer_001"]
@@ -61,10 +61,10 @@ def test_run_folder_contents(run, pytester):
 
 
 def test_run_names_never_collide(run, pytester):
-    run("--bench=mock", "--tasks", "1", "--run-name", "nightly")
-    run("--bench=mock", "--tasks", "1", "--run-name", "nightly")
+    run("--bench=mock", "--bench-limit", "1", "--bench-run-name", "nightly")
+    run("--bench=mock", "--bench-limit", "1", "--bench-run-name", "nightly")
     assert [p.name for p in run_folders(pytester.path)] == ["nightly", "nightly-2"]
-    run("--bench=mock", "--tasks", "1", "--results-dir", "elsewhere")
+    run("--bench=mock", "--bench-limit", "1", "--bench-results-dir", "elsewhere")
     assert len(list((pytester.path / "elsewhere").iterdir())) == 1
 
 
@@ -75,7 +75,7 @@ def test_run_names_never_collide(run, pytester):
 def test_screenshot_modes(run, pytester, mode, expected):
     script = pytester.path / "s.json"
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
-    run("--bench=mock", "--tasks", "2", "--agent", "scripted", "--agent-script", str(script), f"--screenshots={mode}")
+    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "scripted", "--bench-agent-script", str(script), f"--bench-screenshots={mode}")
     folder = only_run_folder(pytester.path)
     with_shots = {r["task_id"] for r in results(folder) if r["screenshots"]}
     assert with_shots == expected
@@ -89,7 +89,7 @@ def test_screenshot_modes(run, pytester, mode, expected):
 
 
 def test_junit_xml_has_per_item_properties(run, pytester):
-    run("--bench=mock", "--tasks", "3", "--agent", "noop", "--junitxml=out.xml")
+    run("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop", "--junitxml=out.xml")
     tree = ET.parse(pytester.path / "out.xml")
     cases = tree.getroot().findall(".//testcase")
     assert [(c.get("classname"), c.get("name")) for c in cases] == [
@@ -120,7 +120,7 @@ class _Table(HTMLParser):
 
 
 def test_pytest_html_gets_columns_and_relative_links(run, pytester):
-    run("--bench=mock", "--tasks", "2", "--agent", "noop", "--html=report/report.html")
+    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--html=report/report.html")
     page = (pytester.path / "report" / "report.html").read_text()
     assert "<th" in page and "Score</th>" in page and "Steps</th>" in page and "Verdict</th>" in page
     parser = _Table()
@@ -144,11 +144,11 @@ def test_pytest_html_gets_columns_and_relative_links(run, pytester):
 def test_xdist_writes_each_record_once_and_matches_in_process(run_sub, pytester):
     script = pytester.path / "s.json"
     script.write_text(json.dumps({"mock_clock_002": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
-    args = ("--bench=mock", "--tasks", "6", "--agent", "scripted", "--agent-script", str(script))
-    xdist = run_sub(*args, "-n", "2", "--run-name", "x", "--junitxml=x.xml")
+    args = ("--bench=mock", "--bench-limit", "6", "--bench-agent", "scripted", "--bench-agent-script", str(script))
+    xdist = run_sub(*args, "-n", "2", "--bench-run-name", "x", "--junitxml=x.xml")
     xdist.assert_outcomes(passed=5, failed=1)
     assert "Different tests were collected" not in xdist.stdout.str() + xdist.stderr.str()
-    run_sub(*args, "--run-name", "single")
+    run_sub(*args, "--bench-run-name", "single")
     base = pytester.path / "benchmark_results"
 
     def table(name):
@@ -165,9 +165,9 @@ def test_xdist_writes_each_record_once_and_matches_in_process(run_sub, pytester)
 
 
 def test_xdist_collect_only_and_lf(run_sub, pytester):
-    result = run_sub("--bench=mock", "--tasks", "4", "-n", "2", "--agent", "noop", "-k", "chrome")
+    result = run_sub("--bench=mock", "--bench-limit", "4", "-n", "2", "--bench-agent", "noop", "-k", "chrome")
     result.assert_outcomes(failed=2)
-    again = run_sub("--bench=mock", "--tasks", "4", "-n", "2", "--lf")
+    again = run_sub("--bench=mock", "--bench-limit", "4", "-n", "2", "--lf")
     again.assert_outcomes(passed=2)
     assert re.search(r"2 passed", again.stdout.str())
 
@@ -194,7 +194,7 @@ def pytest_agentbench_register_benchmarks(registry):
 @pytest.mark.parametrize("xdist", [False, True])
 def test_a_task_file_that_cannot_be_written_fails_the_run_loudly(run_sub, pytester, xdist):
     pytester.makeconftest(BROKEN_RENDERER)
-    result = run_sub("--bench=broken", "--screenshots=on", *(["-n", "2"] if xdist else []))
+    result = run_sub("--bench=broken", "--bench-screenshots=on", *(["-n", "2"] if xdist else []))
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR: 3 task file(s) could not be written in *; first: OSError: display server gone"])

@@ -1,4 +1,4 @@
-"""``--resume RUN``: an interrupted run continued in its folder ends as an uninterrupted one."""
+"""``--bench-resume RUN``: an interrupted run continued in its folder ends as an uninterrupted one."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from test_trials import FLAKY
 PROBS = {f"task{i}": p for i, p in enumerate([0.5, 1.0, 0.0, 0.3, 0.8, 0.6, 0.2, 0.9])}
 SLOW_FLAKY = FLAKY.replace("    def act(self, observation, task, history=None):\n",
                            "    def act(self, observation, task, history=None):\n        import time; time.sleep(0.15)\n")
-ARGS = ("--bench=flaky", "--agent=flaky-agent", "--trials", "3", "--trial-seed", "5", "-p", "no:cacheprovider")
+ARGS = ("--bench=flaky", "--bench-agent=flaky-agent", "--bench-trials", "3", "--bench-trial-seed", "5", "-p", "no:cacheprovider")
 
 
 def keys(records):
@@ -27,7 +27,7 @@ def keys(records):
 def interrupt(pytester: pytest.Pytester, *args: str, after: int) -> None:
     """Start a run, let ``after`` records land, then SIGTERM its process group (as a CI runner
     cancelling a job does) and wait for it to die."""
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *ARGS, *QUIET, "--run-name", "run", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *ARGS, *QUIET, "--bench-run-name", "run", *args],
                             cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     path = pytester.path / "benchmark_results" / "run" / "results.jsonl"
@@ -56,7 +56,7 @@ def test_resume_after_sigterm_matches_an_uninterrupted_run(pytester, run_sub, xd
     assert 5 <= len(before) < 24 and not (folder / "summary.json").exists()
     started = json.loads((folder / "run.json").read_text())["created_at"]
     time.sleep(1.1)  # the resumed session starts in a later second
-    resumed = run_sub(*ARGS, *xdist, "--resume", str(folder), "--junitxml", "resumed.xml")
+    resumed = run_sub(*ARGS, *xdist, "--bench-resume", str(folder), "--junitxml", "resumed.xml")
     assert resumed.ret == 1  # task2 fails every trial
     after = results(folder)
     assert keys(after) == sorted((t, n) for t in PROBS for n in (1, 2, 3))  # one record per (task, trial)
@@ -67,7 +67,7 @@ def test_resume_after_sigterm_matches_an_uninterrupted_run(pytester, run_sub, xd
     # The terminal counts the whole run: the items played now, and the done ones from their records.
     played = resumed.parseoutcomes()
     assert played.get("passed", 0) + played.get("failed", 0) == 24 and "deselected" not in played
-    run_sub(*ARGS, *xdist, "--run-name", "straight", "--junitxml", "straight.xml")
+    run_sub(*ARGS, *xdist, "--bench-run-name", "straight", "--junitxml", "straight.xml")
     straight = json.loads((pytester.path / "benchmark_results" / "straight" / "summary.json").read_text())
     assert (played.get("passed", 0), played.get("failed", 0)) == (straight["success_count"],
                                                                   24 - straight["success_count"])
@@ -104,12 +104,12 @@ CRASHY = FLAKY.replace('''        if task.raw_config["p"] < 0:''', '''        im
 def test_infrastructure_errors_are_played_again_and_their_records_replaced(pytester, run, monkeypatch):
     pytester.makeconftest(CRASHY.format(P={"good": 1.0, "flaky_vm": -1.0}))
     monkeypatch.setenv("VM_DOWN", "1")
-    run(*ARGS, "--run-name", "run")
+    run(*ARGS, "--bench-run-name", "run")
     folder = only_run_folder(pytester.path)
     first = results(folder)
     assert sum(r["error_type"] == "infrastructure" for r in first) == 3
     monkeypatch.delenv("VM_DOWN")
-    result = run(*ARGS, "--resume", str(folder))
+    result = run(*ARGS, "--bench-resume", str(folder))
     result.assert_outcomes(passed=3, failed=3)  # "good" from its records; p < 0 never wins once the VM is up
     after = results(folder)
     assert keys(after) == sorted((t, n) for t in ("good", "flaky_vm") for n in (1, 2, 3))
@@ -123,9 +123,9 @@ def test_infrastructure_errors_are_played_again_and_their_records_replaced(pytes
 
 def test_resume_of_a_finished_run_plays_nothing(pytester, run):
     pytester.makeconftest(FLAKY.format(P={"good": 1.0}))
-    run(*ARGS, "--run-name", "run")
+    run(*ARGS, "--bench-run-name", "run")
     folder = only_run_folder(pytester.path)
-    result = run(*ARGS, "--resume", str(folder))
+    result = run(*ARGS, "--bench-resume", str(folder))
     result.assert_outcomes(passed=3)  # reported from the records, not played
     assert result.ret == pytest.ExitCode.OK
     assert len(results(folder)) == 3
@@ -133,50 +133,50 @@ def test_resume_of_a_finished_run_plays_nothing(pytester, run):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--trials", "2"), "(--trials was 3 there, 2 here)"),
-    (("--trial-seed", "6"), "(--trial-seed was 5 there, 6 here)"),
-    (("--agent", "noop"), "(agent was 'flaky-agent' there, 'noop' here)"),
-    (("--tasks", "1"), "(the task list differs: 1 of its task(s) not selected here (first flaky::two))"),
+    (("--bench-trials", "2"), "(--bench-trials was 3 there, 2 here)"),
+    (("--bench-trial-seed", "6"), "(--bench-trial-seed was 5 there, 6 here)"),
+    (("--bench-agent", "noop"), "(agent was 'flaky-agent' there, 'noop' here)"),
+    (("--bench-limit", "1"), "(the task list differs: 1 of its task(s) not selected here (first flaky::two))"),
 ])
 def test_resume_refuses_another_selection(pytester, run, args, message):
     pytester.makeconftest(FLAKY.format(P={"one": 1.0, "two": 1.0}))
-    run(*ARGS, "--run-name", "run")
+    run(*ARGS, "--bench-run-name", "run")
     folder = only_run_folder(pytester.path)
     before = (folder / "results.jsonl").read_text()
     argv = list(ARGS)
-    for flag in ("--trials", "--trial-seed", "--agent=flaky-agent"):
-        if flag in args or (flag.startswith("--agent") and "--agent" in args):
+    for flag in ("--bench-trials", "--bench-trial-seed", "--bench-agent=flaky-agent"):
+        if flag in args or (flag.startswith("--bench-agent") and "--bench-agent" in args):
             index = argv.index(flag)
             del argv[index:index + (1 if "=" in flag else 2)]
-    result = run(*argv, *args, "--resume", str(folder))
+    result = run(*argv, *args, "--bench-resume", str(folder))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"--resume {folder}: this selection is not that run's {message}" in result.stderr.str()
+    assert f"--bench-resume {folder}: this selection is not that run's {message}" in result.stderr.str()
     assert (folder / "results.jsonl").read_text() == before  # results already written stay written
 
 
 def test_resume_needs_a_run_folder(pytester, run):
     pytester.makeconftest(FLAKY.format(P={"one": 1.0}))
-    result = run(*ARGS, "--resume", "nowhere")
+    result = run(*ARGS, "--bench-resume", "nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--resume nowhere: not a run folder (no manifest.json)" in result.stderr.str()
+    assert "--bench-resume nowhere: not a run folder (no manifest.json)" in result.stderr.str()
 
 
 def test_the_budget_ledger_continues(pytester, run):
     from test_budget_and_privacy import PAID_AGENT
 
     pytester.makeconftest(PAID_AGENT)  # three model calls of 10 cents per task
-    args = ("--bench=mock", "--tasks", "4", "--agent", "paid", "-p", "no:cacheprovider")
-    run(*args, "--max-cost-usd", "10", "--run-name", "run")
+    args = ("--bench=mock", "--bench-limit", "4", "--bench-agent", "paid", "-p", "no:cacheprovider")
+    run(*args, "--bench-max-cost-usd", "10", "--bench-run-name", "run")
     folder = only_run_folder(pytester.path)
     lines = (folder / "results.jsonl").read_text().splitlines()
     (folder / "results.jsonl").write_text("\n".join(lines[:2]) + "\n")  # the last two never reported
     # $1.20 is in the ledger already (the two lost items were paid for too): a $1.20 cap is spent.
-    capped = run(*args, "--max-cost-usd", "1.20", "--resume", str(folder))
+    capped = run(*args, "--bench-max-cost-usd", "1.20", "--bench-resume", str(folder))
     capped.assert_outcomes(failed=2, skipped=2)  # two from their records (the agent fails), two skipped now
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["budget"]["spent_usd"] == pytest.approx(1.20) and summary["budget"]["budget_skipped"] == 2
     # Budget skips are not final: a larger cap plays them, and the ledger keeps adding up.
-    more = run(*args, "--max-cost-usd", "2", "--resume", str(folder))
+    more = run(*args, "--bench-max-cost-usd", "2", "--bench-resume", str(folder))
     more.assert_outcomes(failed=4)
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["budget"]["spent_usd"] == pytest.approx(1.80)
@@ -189,10 +189,10 @@ def test_done_items_reach_the_last_failed_cache(pytester, run):
 
     pytester.makeconftest(FLAKY.format(P={"good": 1.0, "bad": 0.0}))
     args = [a for a in ARGS if a not in ("-p", "no:cacheprovider")]
-    run(*args, "--run-name", "run")
+    run(*args, "--bench-run-name", "run")
     folder = only_run_folder(pytester.path)
     shutil.rmtree(pytester.path / ".pytest_cache")
-    result = run(*args, "--resume", str(folder))
+    result = run(*args, "--bench-resume", str(folder))
     result.assert_outcomes(passed=3, failed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     lastfailed = json.loads((pytester.path / ".pytest_cache" / "v" / "cache" / "lastfailed").read_text())

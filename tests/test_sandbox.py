@@ -201,24 +201,24 @@ def test_run_result_summary():
 
 # -- the fixture --------------------------------------------------------------------------------------
 FIXTURE_TESTS = '''
-def test_first(sandbox):
-    sandbox.write("/home/user/mine.txt", "first")
-    done = sandbox.run(["cat", "/home/user/mine.txt"], timeout=30)
+def test_first(agentbench_sandbox):
+    agentbench_sandbox.write("/home/user/mine.txt", "first")
+    done = agentbench_sandbox.run(["cat", "/home/user/mine.txt"], timeout=30)
     assert done.stdout == "first", done
 
-def test_second_gets_a_fresh_folder(sandbox):
-    done = sandbox.run(["ls", "-A", "/home/user"], timeout=30)
+def test_second_gets_a_fresh_folder(agentbench_sandbox):
+    done = agentbench_sandbox.run(["ls", "-A", "/home/user"], timeout=30)
     assert done.ok and done.stdout == "", done
 
-def test_third(sandbox):
-    assert sandbox.run(["true"], timeout=30).ok
+def test_third(agentbench_sandbox):
+    assert agentbench_sandbox.run(["true"], timeout=30).ok
 '''
 
 
 def test_fixture_gives_each_test_a_fresh_isolated_folder(run, pytester: pytest.Pytester, bwrap: Isolation):
     pytester.makepyfile(test_box=FIXTURE_TESTS + '''
-def test_is_isolated(sandbox):
-    assert sandbox.isolated
+def test_is_isolated(agentbench_sandbox):
+    assert agentbench_sandbox.isolated
 ''')
     result = run("-W", "error::pytest.PytestWarning")
     result.assert_outcomes(passed=4)

@@ -380,8 +380,8 @@ def test_a_verifier_printing_without_end_gets_a_clear_error_reply(box: Sandbox):
 
 def test_limits_are_options_with_ini_keys_and_bad_values_are_usage_errors(run, pytester: pytest.Pytester):
     pytester.makepyfile(test_limits="""
-        def test_limits(sandbox):
-            done = sandbox.run(["bash", "-c", "ulimit -v; ulimit -u"], timeout=30)
+        def test_limits(agentbench_sandbox):
+            done = agentbench_sandbox.run(["bash", "-c", "ulimit -v; ulimit -u"], timeout=30)
             print("LIMITS", done.stdout.split())
     """)
     pytester.makeini("[pytest]\nagentbench_sandbox_max_procs = 300\n")
@@ -405,8 +405,8 @@ def test_limits_are_options_with_ini_keys_and_bad_values_are_usage_errors(run, p
 
 def test_the_sandbox_fixture_runs_as_uid_1000(run, pytester: pytest.Pytester):
     pytester.makepyfile(test_uid="""
-        def test_uid(sandbox):
-            assert sandbox.run(["id", "-u"], timeout=30).stdout.strip() == "1000"
+        def test_uid(agentbench_sandbox):
+            assert agentbench_sandbox.run(["id", "-u"], timeout=30).stdout.strip() == "1000"
     """)
     run("--sandbox-isolation", "bwrap").assert_outcomes(passed=1)
 

@@ -113,7 +113,7 @@ def test_schema_check_catches_a_stale_file(tmp_path, capsys):
 
 
 def test_models_reject_what_the_schemas_reject(pytester, run):
-    run("--bench=mock", "--tasks", "1", "--run-name", "one").assert_outcomes(passed=1)
+    run("--bench=mock", "--bench-limit", "1", "--bench-run-name", "one").assert_outcomes(passed=1)
     record = results(the_run(pytester, "one"))[0]
     ResultRecord.model_validate(record)
     for broken in (dict(record, surprise=1), {k: v for k, v in record.items() if k != "status"},
@@ -181,7 +181,7 @@ def test_schema_fields_match_the_models():
 
 
 def test_schemas_are_strict(validators, pytester, run):
-    run("--bench=mock", "--tasks", "1", "--run-name", "one").assert_outcomes(passed=1)
+    run("--bench=mock", "--bench-limit", "1", "--bench-run-name", "one").assert_outcomes(passed=1)
     folder = the_run(pytester, "one")
     record = results(folder)[0]
     assert validators["result"].is_valid(record)
@@ -201,20 +201,20 @@ def test_schemas_are_strict(validators, pytester, run):
 
 # -- runs through pytest ---------------------------------------------------------------------------
 def test_mock_agent_with_every_screenshot(validators, pytester, run):
-    run("--bench=mock", "--tasks", "4", "--screenshots=on", "--run-name", "r").assert_outcomes(passed=4)
+    run("--bench=mock", "--bench-limit", "4", "--bench-screenshots=on", "--bench-run-name", "r").assert_outcomes(passed=4)
     seen = validate_run(the_run(pytester, "r"), validators)
     assert all(len(r["screenshots"]) == 3 for r in seen["records"])  # step 0, step 1 (done), final
     assert seen["summary"]["statuses"] == {"passed": 4}
 
 
 def test_noop_agent(validators, pytester, run):
-    run("--bench=mock", "--tasks", "3", "--agent", "noop", "--run-name", "r").assert_outcomes(failed=3)
+    run("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop", "--bench-run-name", "r").assert_outcomes(failed=3)
     seen = validate_run(the_run(pytester, "r"), validators)
     assert {r["status"] for r in seen["records"]} == {"failed"}
 
 
 def test_xdist_run(validators, pytester, run_sub):
-    run_sub("--bench=mock", "--tasks", "4", "-n", "2", "--run-name", "r").assert_outcomes(passed=4)
+    run_sub("--bench=mock", "--bench-limit", "4", "-n", "2", "--bench-run-name", "r").assert_outcomes(passed=4)
     seen = validate_run(the_run(pytester, "r"), validators)
     assert {r["worker"] for r in seen["records"]} <= {"gw0", "gw1"}
 
@@ -229,8 +229,8 @@ def test_scripted_agent_with_partial_credit_and_step_limit(validators, pytester,
                                    {"type": "wait", "seconds": 0}],
     }
     (pytester.path / "script.json").write_text(json.dumps(script))
-    result = run("--bench=mock", "--tasks", "6", "--agent", "scripted", "--agent-script", "script.json",
-                 "--max-steps", "2", "--run-name", "r")
+    result = run("--bench=mock", "--bench-limit", "6", "--bench-agent", "scripted", "--bench-agent-script", "script.json",
+                 "--bench-max-steps", "2", "--bench-run-name", "r")
     result.assert_outcomes(passed=1, failed=5)
     seen = validate_run(the_run(pytester, "r"), validators)
     by_id = {r["task_id"]: r for r in seen["records"]}
@@ -242,7 +242,7 @@ def test_scripted_agent_with_partial_credit_and_step_limit(validators, pytester,
 
 def test_every_episode_end(validators, pytester, run):
     pytester.makeconftest(OUTCOME_BENCH)
-    run("--bench=outcomes", "--agent", "outcome-agent", "--run-name", "r").assert_outcomes(
+    run("--bench=outcomes", "--bench-agent", "outcome-agent", "--bench-run-name", "r").assert_outcomes(
         passed=1, failed=4, skipped=1, errors=2)
     seen = validate_run(the_run(pytester, "r"), validators)
     statuses = {r["task_id"]: r["status"] for r in seen["records"]}
@@ -262,18 +262,18 @@ def test_fixture_error_before_the_episode(validators, pytester, run):
                 raise RuntimeError("database down")
         """
     )
-    run("--bench=mock", "--tasks", "4", "--run-name", "r").assert_outcomes(passed=3, errors=1)
+    run("--bench=mock", "--bench-limit", "4", "--bench-run-name", "r").assert_outcomes(passed=3, errors=1)
     seen = validate_run(the_run(pytester, "r"), validators)
     broken = [r for r in seen["records"] if r["status"] == "error"]
     assert len(broken) == 1 and broken[0]["trajectory"] is None and broken[0]["error_type"] == "infrastructure"
 
 
 def test_baseline_xfail_and_xpass(validators, pytester, run):
-    run("--bench=mock", "--tasks", "2", "--agent", "noop", "--run-name", "base").assert_outcomes(failed=2)
-    run("--bench=mock", "--tasks", "2", "--agent", "noop", "--baseline", "benchmark_results/base",
-        "--run-name", "known").assert_outcomes(xfailed=2)
-    run("--bench=mock", "--tasks", "2", "--baseline", "benchmark_results/base/results.jsonl",
-        "--run-name", "fixed").assert_outcomes(xpassed=2)
+    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-run-name", "base").assert_outcomes(failed=2)
+    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-baseline", "benchmark_results/base",
+        "--bench-run-name", "known").assert_outcomes(xfailed=2)
+    run("--bench=mock", "--bench-limit", "2", "--bench-baseline", "benchmark_results/base/results.jsonl",
+        "--bench-run-name", "fixed").assert_outcomes(xpassed=2)
     for name, status in (("base", "failed"), ("known", "xfailed"), ("fixed", "xpassed")):
         seen = validate_run(the_run(pytester, name), validators)
         assert seen["summary"]["statuses"] == {status: 2}
@@ -281,13 +281,13 @@ def test_baseline_xfail_and_xpass(validators, pytester, run):
 
 def test_own_benchmark_example_with_extra_keys(validators, pytester, run):
     pytester.makeconftest((EXAMPLES / "own_benchmark" / "conftest.py").read_text(encoding="utf-8"))
-    run("--bench=todo", "--agent", "todo-agent", "--screenshots=on", "--run-name", "r").assert_outcomes(passed=3)
+    run("--bench=todo", "--bench-agent", "todo-agent", "--bench-screenshots=on", "--bench-run-name", "r").assert_outcomes(passed=3)
     seen = validate_run(the_run(pytester, "r"), validators)
     assert all(r["extra"]["criteria_met"] >= 2 for r in seen["records"])
 
 
 def test_min_success_gate_still_writes_a_valid_record(validators, pytester, run):
-    result = run("--bench=mock", "--tasks", "2", "--agent", "noop", "--min-success", "50%", "--run-name", "r")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-min-success", "50%", "--bench-run-name", "r")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     validate_run(the_run(pytester, "r"), validators)
 
@@ -320,14 +320,14 @@ def test_python_api_writes_nothing_without_results_dir(tmp_path, monkeypatch):
 
 
 def test_runs_with_trials_and_a_resume_match_the_schemas(validators, pytester, run):
-    run("--bench=mock", "--tasks", "2", "--trials", "3", "--run-name", "r")
+    run("--bench=mock", "--bench-limit", "2", "--bench-trials", "3", "--bench-run-name", "r")
     seen = validate_run(the_run(pytester, "r"), validators)
     assert {r["trial"] for r in seen["records"]} == {1, 2, 3} and len(seen["trajectories"]) == 6
     assert seen["summary"]["statistics"]["ci_method"] == "bootstrap-tasks"
     folder = the_run(pytester, "r")
     lines = (folder / "results.jsonl").read_text().splitlines()
     (folder / "results.jsonl").write_text("\n".join(lines[:3]) + "\n")
-    run("--bench=mock", "--tasks", "2", "--trials", "3", "--resume", str(folder))
+    run("--bench=mock", "--bench-limit", "2", "--bench-trials", "3", "--bench-resume", str(folder))
     seen = validate_run(folder, validators)
     assert len(seen["records"]) == 6
 

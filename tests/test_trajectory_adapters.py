@@ -458,7 +458,7 @@ def test_run_record_files_that_cannot_be_read(tmp_path) -> None:
 
 
 def test_a_live_run_is_checked_afterwards(run, pytester) -> None:
-    result = run("--bench=mock", "--tasks", "3", "--agent", "noop")
+    result = run("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop")
     result.assert_outcomes(failed=3)
     records = sorted(pytester.path.glob("benchmark_results/*/tasks/mock/*.trajectory.json"))
     assert len(records) == 3

@@ -419,7 +419,7 @@ def test_a_bad_adapter_input_is_an_error_naming_the_file(project, run):
 
 
 def test_a_benchmark_run_can_be_checked_afterwards_from_its_run_record(project, run):
-    assert run("--bench=mock", "--tasks", "1").ret == 0
+    assert run("--bench=mock", "--bench-limit", "1").ret == 0
     record = next((project.path / "benchmark_results").glob("*/tasks/mock/*.trajectory.json"))
     folder = project.path / "checks"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""``--trials K``: ids, selection, records, seeds, xdist, --lf, and the statistics of real runs."""
+"""``--bench-trials K``: ids, selection, records, seeds, xdist, --lf, and the statistics of real runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pytest_agentbench import stats
 from pytest_agentbench.trials import trial_seed
 
 # A deliberately flaky benchmark: task i succeeds with probability P[i], decided by the agent's
-# per-trial seed, so a run's verdicts are a fixed function of --trial-seed.
+# per-trial seed, so a run's verdicts are a fixed function of --bench-trial-seed.
 FLAKY = '''
 import random
 from pytest_agentbench import Action, Agent, Benchmark, Observation, Task, Verdict
@@ -50,7 +50,7 @@ def pytest_agentbench_register_agents(registry):
 '''
 
 PROBS = {"alpha": 0.5, "bravo": 1.0, "charlie": 0.0, "delta": 0.3, "echo": 0.8}
-ARGS = ("--bench=flaky", "--agent=flaky-agent", "-p", "no:cacheprovider")
+ARGS = ("--bench=flaky", "--bench-agent=flaky-agent", "-p", "no:cacheprovider")
 
 
 @pytest.fixture
@@ -64,14 +64,14 @@ def flaky(pytester: pytest.Pytester):
 
 def test_ids_keep_task_selection_and_k1_ids_are_unchanged(flaky, run):
     flaky()
-    result = run(*ARGS, "--trials", "3", "--collect-only", "-q")
+    result = run(*ARGS, "--bench-trials", "3", "--collect-only", "-q")
     ids = [line for line in result.outlines if line.startswith("bench/")]
     assert len(ids) == 15
     assert "bench/flaky::even::alpha::trial-1" in ids and "bench/flaky::even::alpha::trial-3" in ids
-    result = run(*ARGS, "--trials", "3", "--collect-only", "-q", "-k", "alpha")
+    result = run(*ARGS, "--bench-trials", "3", "--collect-only", "-q", "-k", "alpha")
     assert sorted(line for line in result.outlines if line.startswith("bench/")) == [
         f"bench/flaky::even::alpha::trial-{n}" for n in (1, 2, 3)]
-    result = run(*ARGS, "--trials", "2", "--collect-only", "-q", "--bench-task", "delta")
+    result = run(*ARGS, "--bench-trials", "2", "--collect-only", "-q", "--bench-task", "delta")
     assert [line for line in result.outlines if line.startswith("bench/")] == [
         "bench/flaky::odd::delta::trial-1", "bench/flaky::odd::delta::trial-2"]
     result = run(*ARGS, "--collect-only", "-q")
@@ -80,7 +80,7 @@ def test_ids_keep_task_selection_and_k1_ids_are_unchanged(flaky, run):
 
 def test_each_trial_has_its_record_trajectory_and_seed(flaky, run, pytester):
     flaky()
-    run(*ARGS, "--trials", "4", "--trial-seed", "11")
+    run(*ARGS, "--bench-trials", "4", "--bench-trial-seed", "11")
     folder = only_run_folder(pytester.path)
     records = results(folder)
     assert sorted((r["task_id"], r["trial"]) for r in records) == sorted((t, n) for t in PROBS for n in range(1, 5))
@@ -96,7 +96,7 @@ def test_statistics_of_a_run_match_a_hand_computation(flaky, run, pytester):
     # bravo always passes, charlie never, the others as their seeds fall; the statistics must be what the
     # per-task counts say, by the formulas of the user guide.
     flaky()
-    result = run(*ARGS, "--trials", "3", "--trial-seed", "5", "--junitxml", "junit.xml")
+    result = run(*ARGS, "--bench-trials", "3", "--bench-trial-seed", "5", "--junitxml", "junit.xml")
     folder = only_run_folder(pytester.path)
     records = results(folder)
     counts = {t: sum(r["success"] for r in records if r["task_id"] == t) for t in PROBS}
@@ -130,9 +130,9 @@ def test_statistics_of_a_run_match_a_hand_computation(flaky, run, pytester):
 
 def test_same_seed_same_verdicts_other_seed_other_seeds(flaky, run, pytester):
     flaky()
-    run(*ARGS, "--trials", "3", "--trial-seed", "5", "--run-name", "one")
-    run(*ARGS, "--trials", "3", "--trial-seed", "5", "--run-name", "two")
-    run(*ARGS, "--trials", "3", "--trial-seed", "6", "--run-name", "three")
+    run(*ARGS, "--bench-trials", "3", "--bench-trial-seed", "5", "--bench-run-name", "one")
+    run(*ARGS, "--bench-trials", "3", "--bench-trial-seed", "5", "--bench-run-name", "two")
+    run(*ARGS, "--bench-trials", "3", "--bench-trial-seed", "6", "--bench-run-name", "three")
     base = pytester.path / "benchmark_results"
 
     def verdicts(name: str) -> dict:
@@ -144,7 +144,7 @@ def test_same_seed_same_verdicts_other_seed_other_seeds(flaky, run, pytester):
 
 def test_infrastructure_errors_are_out_of_every_denominator(flaky, run, pytester):
     flaky({"a": 1.0, "broken": -1.0, "c": 0.0})
-    result = run(*ARGS, "--trials", "2")
+    result = run(*ARGS, "--bench-trials", "2")
     summary = json.loads((only_run_folder(pytester.path) / "summary.json").read_text())
     s = summary["statistics"]
     assert s["outcome_trials"] == 4 and s["excluded_trials"] == 2 and s["passes"] == 2
@@ -155,7 +155,7 @@ def test_infrastructure_errors_are_out_of_every_denominator(flaky, run, pytester
 
 def test_xdist_spreads_trials_and_writes_one_record_each(flaky, run_sub, pytester):
     flaky()
-    result = run_sub(*ARGS, "--trials", "4", "-n", "2")
+    result = run_sub(*ARGS, "--bench-trials", "4", "-n", "2")
     assert result.ret == 1  # task c fails every trial
     records = results(only_run_folder(pytester.path))
     assert sorted((r["task_id"], r["trial"]) for r in records) == sorted((t, n) for t in PROBS for n in range(1, 5))
@@ -164,7 +164,7 @@ def test_xdist_spreads_trials_and_writes_one_record_each(flaky, run_sub, pyteste
 
 def test_last_failed_reruns_the_failed_trials(flaky, pytester):
     flaky()
-    args = ("--bench=flaky", "--agent=flaky-agent", "--trials", "3", "--trial-seed", "5", *QUIET)
+    args = ("--bench=flaky", "--bench-agent=flaky-agent", "--bench-trials", "3", "--bench-trial-seed", "5", *QUIET)
     first = pytester.runpytest(*args)
     failed = {(r["task_id"], r["trial"]) for r in results(run_folders(pytester.path)[0]) if r["status"] == "failed"}
     assert failed
@@ -175,13 +175,13 @@ def test_last_failed_reruns_the_failed_trials(flaky, pytester):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--trials", "0"), "--trials must be >= 1, got 0"),
-    (("--trials", "many"), "--trials must be a whole number >= 1, got 'many'"),
-    (("-o", "agentbench_trials=x"), "--trials must be a whole number >= 1, got 'x'"),
-    (("--trial-seed", "-3"), "--trial-seed must be >= 0, got -3"),
-    (("--fail-on-regression",), "--fail-on-regression needs --compare RUN"),
-    (("--compare", "nowhere"), "--compare nowhere: nowhere does not exist"),
-    (("--compare", "x.jsonl", "--regression-alpha", "5%"), "--regression-alpha must be a probability"),
+    (("--bench-trials", "0"), "--bench-trials must be >= 1, got 0"),
+    (("--bench-trials", "many"), "--bench-trials must be a whole number >= 1, got 'many'"),
+    (("-o", "agentbench_trials=x"), "--bench-trials must be a whole number >= 1, got 'x'"),
+    (("--bench-trial-seed", "-3"), "--bench-trial-seed must be >= 0, got -3"),
+    (("--bench-fail-on-regression",), "--bench-fail-on-regression needs --bench-compare RUN"),
+    (("--bench-compare", "nowhere"), "--bench-compare nowhere: nowhere does not exist"),
+    (("--bench-compare", "x.jsonl", "--bench-regression-alpha", "5%"), "--bench-regression-alpha must be a probability"),
 ])
 def test_bad_trial_options_are_usage_errors(flaky, run, args, message, pytester):
     flaky()
@@ -203,13 +203,13 @@ def pytest_addoption(parser):
     # The real pytest-repeat (the dev extra) is blocked: its --count would clash with the stand-in.
     result = run(*ARGS, "-p", "no:repeat", "--count", "3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--count 3 does not repeat benchmark items; use --trials 3" in result.stderr.str()
+    assert "--count 3 does not repeat benchmark items; use --bench-trials 3" in result.stderr.str()
     assert run(*ARGS, "-p", "no:repeat", "--count", "1").ret == 1
 
 
 def test_inspect_log_epochs_are_trials(flaky, run, pytester):
     flaky({"a": 1.0, "c": 0.0})
-    run(*ARGS, "--trials", "3", "--inspect-log", "log.json")
+    run(*ARGS, "--bench-trials", "3", "--bench-inspect-log", "log.json")
     log = json.loads((pytester.path / "log.json").read_text())
     assert log["eval"]["config"]["epochs"] == 3
     assert sorted((s["id"], s["epoch"]) for s in log["samples"]) == [(t, n) for t in "ac" for n in (1, 2, 3)]
@@ -218,7 +218,7 @@ def test_inspect_log_epochs_are_trials(flaky, run, pytester):
 
 def test_library_and_plugin_agree(flaky, run, pytester):
     flaky()
-    run(*ARGS, "--trials", "2")
+    run(*ARGS, "--bench-trials", "2")
     folder = only_run_folder(pytester.path)
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["statistics"] == json.loads(json.dumps(stats.run_statistics(results(folder))))
@@ -226,7 +226,7 @@ def test_library_and_plugin_agree(flaky, run, pytester):
 
 def test_a_baseline_with_trials_marks_a_task_that_failed_any_trial(flaky, run, pytester):
     flaky({"alpha": 0.5, "bravo": 1.0})
-    run(*ARGS, "--trials", "4", "--trial-seed", "5", "--run-name", "base")
+    run(*ARGS, "--bench-trials", "4", "--bench-trial-seed", "5", "--bench-run-name", "base")
     base = pytester.path / "benchmark_results" / "base"
     alpha = [r["success"] for r in results(base) if r["task_id"] == "alpha"]
     assert True in alpha and False in alpha  # alpha flips with this seed
@@ -236,7 +236,7 @@ def test_a_baseline_with_trials_marks_a_task_that_failed_any_trial(flaky, run, p
     assert alpha[0] is True
     lines = (base / "results.jsonl").read_text().splitlines()
     (base / "results.jsonl").write_text("\n".join(reversed(lines)) + "\n")
-    result = run(*ARGS, "--trials", "4", "--trial-seed", "5", "--baseline", str(base), "--run-name", "next")
+    result = run(*ARGS, "--bench-trials", "4", "--bench-trial-seed", "5", "--bench-baseline", str(base), "--bench-run-name", "next")
     statuses = {(r["task_id"], r["trial"]): r["status"] for r in results(pytester.path / "benchmark_results" / "next")}
     assert {s for (t, _), s in statuses.items() if t == "alpha"} == {"xfailed", "xpassed"}
     assert {s for (t, _), s in statuses.items() if t == "bravo"} == {"passed"}

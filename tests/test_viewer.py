@@ -29,7 +29,7 @@ from pytest_agentbench.record.runfolder import RunFolder
 from pytest_agentbench.record.viewer import main, write_viewer
 
 XSS = "</script><script>alert(1)</script>"
-MOCK = ("--bench=mock", "--tasks", "3", "--screenshots=on")
+MOCK = ("--bench=mock", "--bench-limit", "3", "--bench-screenshots=on")
 
 # A benchmark whose reason, criteria and instruction are all markup. (Task ids and domains with
 # markup are refused at collection, see test_markup.py; hand-written run folders below hold them.)
@@ -183,7 +183,7 @@ def test_opening_a_task_shows_its_steps_and_screenshots(run, pytester, open_view
 
 
 def test_noop_run_shows_failures_and_failed_criteria(run, pytester, open_viewer):
-    folder = mock_run(run, pytester, "--agent", "noop")
+    folder = mock_run(run, pytester, "--bench-agent", "noop")
     viewer = open_viewer(folder)
     metrics = viewer.page.locator("#metrics").inner_text()
     assert "0.0%" in metrics and "0 of 3 passed" in metrics
@@ -206,7 +206,7 @@ def test_noop_run_shows_failures_and_failed_criteria(run, pytester, open_viewer)
 
 def test_every_ending_gets_its_status_and_filters_and_sorting_work(run, pytester, open_viewer):
     pytester.makeconftest(OUTCOME_BENCH)
-    run("--bench=outcomes", "--agent", "outcome-agent")
+    run("--bench=outcomes", "--bench-agent", "outcome-agent")
     folder = only_run_folder(pytester.path)
     rows = results(folder)
     viewer = open_viewer(folder)
@@ -257,7 +257,7 @@ def card(page: Any, name: str) -> str:
 def test_an_agent_error_is_a_failure_not_an_error(run, pytester, open_viewer):
     """pytest reports an agent error as a failure; the page's counts say what pytest said."""
     pytester.makeconftest(OUTCOME_BENCH)
-    result = run("--bench=outcomes", "--agent", "outcome-agent", "-k", "agent_error")
+    result = run("--bench=outcomes", "--bench-agent", "outcome-agent", "-k", "agent_error")
     result.assert_outcomes(failed=1)
     assert re.search(r"\b1 failed\b", result.stdout.lines[-1]) and "error" not in result.stdout.lines[-1]
     folder = only_run_folder(pytester.path)
@@ -271,8 +271,8 @@ def test_an_agent_error_is_a_failure_not_an_error(run, pytester, open_viewer):
 
 
 def test_the_header_names_the_player_the_run_recorded(run, pytester, open_viewer):
-    """MockMed's arms play its tasks, not the --agent agent: the header says so, as the folder name does."""
-    run("--bench=mockmed", "--tasks", "2")
+    """MockMed's arms play its tasks, not the --bench-agent agent: the header says so, as the folder name does."""
+    run("--bench=mockmed", "--bench-limit", "2")
     folder = only_run_folder(pytester.path)
     assert folder.name.startswith("mockmed_arms_")
     assert json.loads((folder / "summary.json").read_text())["player"] == "arms"
@@ -280,7 +280,7 @@ def test_the_header_names_the_player_the_run_recorded(run, pytester, open_viewer
     meta = header(viewer.page)
     assert meta["player"] == "arms" and "agent" not in meta
     viewer.assert_clean()
-    # Where the --agent agent plays, the header names it.
+    # Where the --bench-agent agent plays, the header names it.
     other = write_run_folder(pytester.path / "hand", "mine", [record("a")], summary={"agent": "noop", "player": "noop"})
     meta = header(open_viewer(other).page)
     assert meta["agent"] == "noop" and "player" not in meta
@@ -294,7 +294,7 @@ def header(page: Any) -> dict[str, str]:
 
 def test_markup_from_a_benchmark_is_shown_as_text(run, pytester, open_viewer):
     pytester.makeconftest(EVIL_BENCH)
-    run("--bench=evil", "--agent", "noop")
+    run("--bench=evil", "--bench-agent", "noop")
     folder = only_run_folder(pytester.path)
     html = (folder / "viewer.html").read_text(encoding="utf-8")
     assert "<script>alert" not in html
@@ -541,7 +541,7 @@ def test_symbolic_links_in_a_run_folder_are_never_followed(tmp_path, capsys):
 
 
 def test_trials_show_the_interval_pass_hat_k_and_one_row_per_trial(run, pytester, open_viewer):
-    folder = mock_run(run, pytester, "--trials", "2")
+    folder = mock_run(run, pytester, "--bench-trials", "2")
     summary = json.loads((folder / "summary.json").read_text())
     low, high = summary["statistics"]["ci95"]
     viewer = open_viewer(folder)

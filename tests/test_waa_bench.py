@@ -62,7 +62,7 @@ def test_select_by_keyword_marker_and_bench_task(run):
         f"bench/waa::notepad::{NOTEPAD}", f"bench/waa::notepad::{NOTEPAD2}"]
     assert len(ids(run(*waa("-m", "waa and (clock or settings)", "--collect-only", "-q")))) == 9
     assert ids(run(*waa("--bench-task", INFEASIBLE, "--collect-only", "-q"))) == [f"bench/waa::vs_code::{INFEASIBLE}"]
-    assert len(ids(run(*waa("--tasks", "3", "--collect-only", "-q")))) == 3
+    assert len(ids(run(*waa("--bench-limit", "3", "--collect-only", "-q")))) == 3
 
 
 def test_small_index(run):
@@ -281,10 +281,10 @@ def test_items_pass_fail_and_error_through_the_plugin(run, pytester):
     pytester.makeconftest(STUB_CONFTEST)
     script = pytester.path / "script.json"
     script.write_text(json.dumps(NOTEPAD_STUB_SCRIPT))
-    run(*waa("--bench-task", NOTEPAD, "--agent", "scripted", "--agent-script", str(script), *STUB_SCORES)
+    run(*waa("--bench-task", NOTEPAD, "--bench-agent", "scripted", "--bench-agent-script", str(script), *STUB_SCORES)
         ).assert_outcomes(passed=1)
-    run(*waa("--bench-task", NOTEPAD, "--agent", "noop", *STUB_SCORES)).assert_outcomes(failed=1)
-    result = run(*waa("--bench-task", NOTEPAD, "--agent", "noop", "--waa-server", "http://down:1", *STUB_SCORES))
+    run(*waa("--bench-task", NOTEPAD, "--bench-agent", "noop", *STUB_SCORES)).assert_outcomes(failed=1)
+    result = run(*waa("--bench-task", NOTEPAD, "--bench-agent", "noop", "--waa-server", "http://down:1", *STUB_SCORES))
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*WAA server at http://down:1 is not reachable*"])
 
@@ -298,7 +298,7 @@ def free_port() -> int:
 
 def test_a_server_that_is_down_makes_the_item_an_error(run, pytester):
     pytest.importorskip("pytest_agentbench.benches.waa.client")
-    result = run(*waa("--bench-task", NOTEPAD, "--agent", "noop", "--waa-server", f"http://127.0.0.1:{free_port()}",
+    result = run(*waa("--bench-task", NOTEPAD, "--bench-agent", "noop", "--waa-server", f"http://127.0.0.1:{free_port()}",
                       *STUB_SCORES))
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*not reachable*"])
@@ -327,9 +327,9 @@ def test_end_to_end_notepad_against_the_fake_server(run, pytester, fake_server):
     server = ("--waa-server", fake_server.url, "--waa-evaluate-url", fake_server.evaluate_url)
     # noop first: WAA's reset (close all windows, clear Downloads) does not revert a snapshot, so a
     # draft.txt saved in Documents by an earlier episode would survive into the next one.
-    result = run(*waa(*server, "--bench-task", NOTEPAD, "--agent", "noop"))
+    result = run(*waa(*server, "--bench-task", NOTEPAD, "--bench-agent", "noop"))
     result.assert_outcomes(failed=1)
-    result = run(*waa(*server, "--bench-task", NOTEPAD, "--agent", "scripted", "--agent-script", str(script)))
+    result = run(*waa(*server, "--bench-task", NOTEPAD, "--bench-agent", "scripted", "--bench-agent-script", str(script)))
     result.assert_outcomes(passed=1)
     assert fake_server.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     rows = [r for folder in sorted((pytester.path / "benchmark_results").iterdir()) for r in results(folder)]
@@ -348,14 +348,14 @@ def test_infeasible_task_passes_only_on_fail(run, pytester, fake_server):
     script.write_text(json.dumps({INFEASIBLE: [{"type": "fail", "reason": "cannot be done"}]}))
     args = ("--bench=waa", "--waa-examples", str(tree), "--waa-server", fake_server.url,
             "--waa-evaluate-url", fake_server.evaluate_url, "--bench-task", INFEASIBLE)
-    run(*args, "--agent", "scripted", "--agent-script", str(script)).assert_outcomes(passed=1)
-    run(*args, "--agent", "noop").assert_outcomes(failed=1)
+    run(*args, "--bench-agent", "scripted", "--bench-agent-script", str(script)).assert_outcomes(passed=1)
+    run(*args, "--bench-agent", "noop").assert_outcomes(failed=1)
 
 def test_workers_play_tasks_from_the_manifest(run_sub, pytester):
     pytester.makeconftest(STUB_CONFTEST)
     script = pytester.path / "script.json"
     script.write_text(json.dumps({**NOTEPAD_STUB_SCRIPT, "*": [{"type": "done"}]}))
-    result = run_sub(*waa("-m", "notepad", "-n", "2", "--agent", "scripted", "--agent-script", str(script),
+    result = run_sub(*waa("-m", "notepad", "-n", "2", "--bench-agent", "scripted", "--bench-agent-script", str(script),
                           *STUB_SCORES))
     result.assert_outcomes(passed=1, failed=1)
     rows = {r["task_id"]: r for r in results(only_run_folder(pytester.path))}

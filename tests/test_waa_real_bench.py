@@ -158,9 +158,9 @@ def test_the_linux_notepad_task_is_solved_and_scored_as_upstream_scores_it(pytes
     examples = tree(pytester.path, {"notepad": {LINUX_TASK: task}})
     (pytester.path / "script.json").write_text(json.dumps({LINUX_TASK: SOLUTION}))
 
-    result = play(pytester, waa_desktop, examples, LINUX_TASK, "--agent", "noop")
+    result = play(pytester, waa_desktop, examples, LINUX_TASK, "--bench-agent", "noop")
     result.assert_outcomes(failed=1)
-    result = play(pytester, waa_desktop, examples, LINUX_TASK, "--agent", "scripted", "--agent-script",
+    result = play(pytester, waa_desktop, examples, LINUX_TASK, "--bench-agent", "scripted", "--bench-agent-script",
                   str(pytester.path / "script.json"))
     result.assert_outcomes(passed=1)
     assert (waa_desktop.home / "Documents" / "draft.txt").read_text() == "This is a draft."
@@ -180,7 +180,7 @@ def test_metric_options_score_as_upstream_scores_them(pytester, waa_desktop, gol
     examples = tree(pytester.path, {"notepad": {LINUX_TASK: ignoring}})
     lower = [dict(s, text=s["text"].lower()) if s.get("text") else s for s in SOLUTION]
     (pytester.path / "script.json").write_text(json.dumps({LINUX_TASK: lower}))
-    play(pytester, waa_desktop, examples, LINUX_TASK, "--agent", "scripted", "--agent-script",
+    play(pytester, waa_desktop, examples, LINUX_TASK, "--bench-agent", "scripted", "--bench-agent-script",
          str(pytester.path / "script.json")).assert_outcomes(passed=1)
     assert (waa_desktop.home / "Documents" / "draft.txt").read_text() == "this is a draft."
     (row,) = recorded(pytester)
@@ -199,7 +199,7 @@ def test_the_replay_bundle_reads_the_real_window_titles(pytester, waa_desktop, g
         "steps": [{"action": "type", "text": "This is a draft.", "expect": {"window_title": "Untitled - Notepad"}},
                   {"action": "hotkey", "keys": ["ctrl", "s"]}, {"action": "wait", "seconds": 1}],
         "finish": {"window_title_contains": "draft.txt - Notepad"}}))
-    result = play(pytester, waa_desktop, examples, LINUX_TASK, "--agent", "replay", "--replay-bundles",
+    result = play(pytester, waa_desktop, examples, LINUX_TASK, "--bench-agent", "replay", "--bench-replay-bundles",
                   str(pytester.path / "bundles"))
     result.assert_outcomes(passed=1)
     (row,) = recorded(pytester)
@@ -209,7 +209,7 @@ def test_the_replay_bundle_reads_the_real_window_titles(pytester, waa_desktop, g
 def test_the_real_windows_notepad_task_fails_with_zero(pytester, waa_desktop):
     examples = tree(pytester.path, {"notepad": {NOTEPAD_TASK: json.loads(
         (DATA / "examples" / "notepad" / f"{NOTEPAD_TASK}.json").read_text())}})
-    play(pytester, waa_desktop, examples, NOTEPAD_TASK, "--agent", "noop").assert_outcomes(failed=1)
+    play(pytester, waa_desktop, examples, NOTEPAD_TASK, "--bench-agent", "noop").assert_outcomes(failed=1)
     (row,) = recorded(pytester)
     assert row["score"] == 0.0 and row.get("error_type") is None
 
@@ -218,9 +218,9 @@ def test_an_infeasible_task_answered_with_fail_passes_despite_setup_upstream_tol
     task = json.loads((DATA / "examples" / "vs_code" / f"{INFEASIBLE}.json").read_text())
     examples = tree(pytester.path, {"vs_code": {INFEASIBLE: task}})
     (pytester.path / "script.json").write_text(json.dumps({INFEASIBLE: [{"type": "fail", "reason": "no"}]}))
-    result = play(pytester, waa_desktop, examples, INFEASIBLE, "--agent", "scripted", "--agent-script",
+    result = play(pytester, waa_desktop, examples, INFEASIBLE, "--bench-agent", "scripted", "--bench-agent-script",
                   str(pytester.path / "script.json"))
     result.assert_outcomes(passed=1)  # `code` does not exist here and its window is never found
-    play(pytester, waa_desktop, examples, INFEASIBLE, "--agent", "noop").assert_outcomes(failed=1)
+    play(pytester, waa_desktop, examples, INFEASIBLE, "--bench-agent", "noop").assert_outcomes(failed=1)
     assert {r["agent"]: (r["score"], r.get("error_type")) for r in recorded(pytester)} == {
         "scripted": (1.0, None), "noop": (0.0, None)}

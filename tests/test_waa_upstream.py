@@ -196,8 +196,8 @@ def test_notepad_on_the_fake_scored_by_upstreams_code(run, pytester, gold_server
     with FakeWAAServer() as fake:
         args = ("--bench=waa", "--waa-examples", str(tree), "--waa-upstream", str(upstream), "--waa-server", fake.url,
                 "--bench-task", NOTEPAD_TASK)
-        run(*args, "--agent", "noop").assert_outcomes(failed=1)
-        run(*args, "--agent", "scripted", "--agent-script", str(script)).assert_outcomes(passed=1)
+        run(*args, "--bench-agent", "noop").assert_outcomes(failed=1)
+        run(*args, "--bench-agent", "scripted", "--bench-agent-script", str(script)).assert_outcomes(passed=1)
         assert fake.read_file(DRAFT) == b"This is a draft."
         assert not any(r["path"] == "/evaluate" for r in fake.requests)  # upstream's getters read /file
         assert any(r["path"] == "/file" for r in fake.requests)
@@ -224,8 +224,8 @@ def test_metric_options_reach_upstreams_metric(run, pytester, gold_server):
         tree = notepad_tree(folder, gold_server, options)
         with FakeWAAServer() as fake:
             result = run("--bench=waa", "--waa-examples", str(tree), "--waa-upstream", str(upstream),
-                         "--waa-server", fake.url, "--bench-task", NOTEPAD_TASK, "--agent", "scripted",
-                         "--agent-script", str(script), "--results-dir", str(folder / "out"))
+                         "--waa-server", fake.url, "--bench-task", NOTEPAD_TASK, "--bench-agent", "scripted",
+                         "--bench-agent-script", str(script), "--bench-results-dir", str(folder / "out"))
         outcomes[name] = result.parseoutcomes()
     assert outcomes == {"plain": {"failed": 1}, "ignore_case": {"passed": 1}}
 
@@ -240,7 +240,7 @@ def test_an_unreachable_getter_is_an_error_not_a_zero(run, pytester):
     script.write_text(json.dumps({NOTEPAD_TASK: NOTEPAD_SOLUTION}))
     with FakeWAAServer() as fake:
         result = run("--bench=waa", "--waa-examples", str(tree), "--waa-upstream", str(upstream), "--waa-server",
-                     fake.url, "--bench-task", NOTEPAD_TASK, "--agent", "scripted", "--agent-script", str(script))
+                     fake.url, "--bench-task", NOTEPAD_TASK, "--bench-agent", "scripted", "--bench-agent-script", str(script))
     result.assert_outcomes(errors=1)
     (row,) = results(only_run_folder(pytester.path))
     assert row["error_type"] == "infrastructure" and "draft.txt during scoring" in row["reason"]

@@ -1,9 +1,9 @@
-"""A minimal agent server for ``--agent http``: standard library only, ready to copy.
+"""A minimal agent server for ``--bench-agent http``: standard library only, ready to copy.
 
 Run it, then point pytest at it::
 
     python server.py --port 8765
-    pytest --bench=mock --tasks 3 --agent http --agent-url http://127.0.0.1:8765
+    pytest --bench=mock --bench-limit 3 --bench-agent http --bench-agent-url http://127.0.0.1:8765
 
 It implements the whole protocol (``GET /health``, ``POST /reset``, ``POST /act``; the bodies are
 described by ``pytest_agentbench/agents/schema/http_agent.schema.json``). Its agent, ``SubmitAgent``,
@@ -12,7 +12,7 @@ which passes every task of the mock benchmark. Replace ``SubmitAgent.act`` with 
 the request holds the task, the observation (``screenshot_png_base64``, ``accessibility_tree``,
 ...) and the actions so far; return ``{"action": {...}}`` plus, when a model was called,
 ``"usage": {"input_tokens", "output_tokens", "cost_usd", "model"}`` so that pytest-agentbench
-records the cost and can enforce ``--max-cost-usd``.
+records the cost and can enforce ``--bench-max-cost-usd``.
 
 The server is threaded: several pytest processes (``-n 4``) may call it at once. Each client sends
 its own ``session`` id, so keep any per-episode state keyed by it (as ``SubmitAgent.reset`` does).
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     server = AgentServer(SubmitAgent(), args.host, args.port, verbose=args.verbose)
-    print(f"agent server on {server.url} (pytest ... --agent http --agent-url {server.url})", flush=True)
+    print(f"agent server on {server.url} (pytest ... --bench-agent http --bench-agent-url {server.url})", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -2,9 +2,9 @@
 
 Copy this file into the folder you run pytest from (or merge it into your ``conftest.py``), then::
 
-    pytest --bench=mock --agent my-agent --tasks 5    # 5 mock tasks, all pass
-    pytest --bench=mock --agent my-agent --tasks 20 -n 4
-    pytest --bench=mock --agent my-agent -m chrome    # one domain
+    pytest --bench=mock --bench-agent my-agent --bench-limit 5    # 5 mock tasks, all pass
+    pytest --bench=mock --bench-agent my-agent --bench-limit 20 -n 4
+    pytest --bench=mock --bench-agent my-agent -m chrome    # one domain
 
 The agent reads the accessibility tree of the observation, finds the element named ``Submit``,
 and clicks the centre of its bounding box **by pixel coordinates** (``unit="px"``), the way a GUI

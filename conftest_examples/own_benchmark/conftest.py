@@ -2,12 +2,12 @@
 
 Copy this file into the folder you run pytest from, then::
 
-    pytest --bench=todo --agent todo-agent                                # its own agent: 3 passed
-    pytest --bench=todo --agent noop                                      # says done at once: 3 failed
-    pytest --bench=todo --agent todo-agent -m add --strict-markers        # one domain: 2 passed
-    pytest --bench=todo --agent todo-agent --bench-task complete_laundry  # one task by its exact id
+    pytest --bench=todo --bench-agent todo-agent                                # its own agent: 3 passed
+    pytest --bench=todo --bench-agent noop                                      # says done at once: 3 failed
+    pytest --bench=todo --bench-agent todo-agent -m add --strict-markers        # one domain: 2 passed
+    pytest --bench=todo --bench-agent todo-agent --bench-task complete_laundry  # one task by its exact id
     pytest --bench=todo --collect-only -q                                 # list the node ids
-    pytest --bench=todo --agent scripted --agent-script script.json       # 2 passed, 1 failed
+    pytest --bench=todo --bench-agent scripted --bench-agent-script script.json       # 2 passed, 1 failed
 
 with ``script.json`` holding actions per task id (``"*"`` is the fallback for tasks without an
 entry)::
@@ -160,7 +160,7 @@ class TodoBenchmark(Benchmark):
             ],
         }
         items, draft = [tuple(item) for item in state.items], state.draft
-        # The screenshot is drawn only when the agent or --screenshots reads it.
+        # The screenshot is drawn only when the agent or --bench-screenshots reads it.
         return Observation(renderer=lambda: render(items, draft), accessibility_tree=tree,
                            window_title="To-do", app_name="todo", viewport=SCREEN)
 

@@ -1,4 +1,4 @@
-"""``--agent api-claude``: Claude driving the screen through Anthropic's computer-use tool.
+"""``--bench-agent api-claude``: Claude driving the screen through Anthropic's computer-use tool.
 
 Each ``act`` sends the newest screenshot to the Messages API (beta, with the computer-use tool) and
 turns Claude's ``tool_use`` into one core :class:`~pytest_agentbench.model.Action`. The answer to
@@ -10,7 +10,7 @@ Tool version by model family (Anthropic's computer-use tool page, read 2026-11-3
 versions are not promised to work with older models, so the version follows the model:
 
 =======================================================  ===================  ========================
-model family (``--agent-model``, date suffix ignored)     tool type            beta flag
+model family (``--bench-agent-model``, date suffix ignored)     tool type            beta flag
 =======================================================  ===================  ========================
 claude-opus-4-7, claude-opus-4-6, claude-sonnet-4-6,      computer_20251124    computer-use-2025-11-24
 claude-opus-4-5
@@ -89,7 +89,7 @@ DEFAULT_HISTORY_TOKENS = 100_000
 DEFAULT_MAX_TOKENS = 4096
 #: Anthropic's recommended ceiling for computer-use screenshots (WXGA): long edge x short edge.
 MAX_LONG_EDGE, MAX_SHORT_EDGE = 1280, 800
-#: ``--dry-run``'s per-step assumption besides the screenshot (the reference tool's numbers).
+#: ``--bench-dry-run``'s per-step assumption besides the screenshot (the reference tool's numbers).
 ESTIMATE_TEXT_TOKENS_IN, ESTIMATE_TOKENS_OUT = 500, 300
 
 TOOL_NEW = ("computer_20251124", "computer-use-2025-11-24")
@@ -190,7 +190,7 @@ def resize_png(data: bytes, size: tuple[int, int]) -> bytes:
 
 
 def step_estimate(model: str, screen: tuple[int, int]) -> StepEstimate:
-    """One step's expected cost for ``--dry-run``: the screenshot at its declared size
+    """One step's expected cost for ``--bench-dry-run``: the screenshot at its declared size
     (``w*h/750`` tokens) plus 500 text tokens in and 300 out (the reference tool's assumption),
     at the model's list price (0 when it has none)."""
     width, height = declared_size(*screen)
@@ -204,7 +204,7 @@ def step_estimate(model: str, screen: tuple[int, int]) -> StepEstimate:
 
 
 def estimate_for(config: pytest.Config | None, screen: tuple[int, int]) -> StepEstimate:
-    """``--dry-run``'s estimator for api-claude: the ``--agent-model`` (or default) model, with no
+    """``--bench-dry-run``'s estimator for api-claude: the ``--bench-agent-model`` (or default) model, with no
     API key and no SDK needed."""
     model = DEFAULT_MODEL
     if config is not None:
@@ -704,24 +704,24 @@ def _message_tokens(message: dict[str, Any]) -> int:
 
 
 def make_agent(config: pytest.Config | None) -> ClaudeAgent:
-    """``--agent api-claude``: needs the ``claude`` extra and ``ANTHROPIC_API_KEY``. Model from
-    ``--agent-model`` / ``agentbench_agent_model``, timeout from ``--agent-timeout``; the SDK reads
+    """``--bench-agent api-claude``: needs the ``claude`` extra and ``ANTHROPIC_API_KEY``. Model from
+    ``--bench-agent-model`` / ``agentbench_agent_model``, timeout from ``--bench-agent-timeout``; the SDK reads
     ``ANTHROPIC_BASE_URL`` for another endpoint."""
     import pytest
 
     try:
         import anthropic  # noqa: F401
     except ImportError:
-        raise pytest.UsageError("--agent api-claude needs the anthropic package: "
+        raise pytest.UsageError("--bench-agent api-claude needs the anthropic package: "
                                 "pip install 'pytest-agentbench[claude]'") from None
     from ..options import setting
 
     model = (setting(config, "agent_model") if config is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model):
-        raise pytest.UsageError(f"--agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")
+        raise pytest.UsageError(f"--bench-agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")
     if prices.model_family(model) in TOOLSET_ONLY:
         raise pytest.UsageError(
-            f"--agent-model {model} takes only Anthropic's computer_toolset_20260801, which api-claude does not "
+            f"--bench-agent-model {model} takes only Anthropic's computer_toolset_20260801, which api-claude does not "
             f"speak yet; use a model with the single computer tool, e.g. {DEFAULT_MODEL}")
     raw_timeout = setting(config, "agent_timeout") if config is not None else None
     timeout = DEFAULT_TIMEOUT
@@ -731,9 +731,9 @@ def make_agent(config: pytest.Config | None) -> ClaudeAgent:
         except ValueError:
             timeout = -1.0
         if not 0 < timeout < math.inf:
-            raise pytest.UsageError(f"--agent-timeout must be a number of seconds > 0, got {raw_timeout!r}")
+            raise pytest.UsageError(f"--bench-agent-timeout must be a number of seconds > 0, got {raw_timeout!r}")
     key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
     if not key:
-        raise pytest.UsageError("--agent api-claude needs ANTHROPIC_API_KEY: set it to an Anthropic API key "
+        raise pytest.UsageError("--bench-agent api-claude needs ANTHROPIC_API_KEY: set it to an Anthropic API key "
                                 "(the SDK also reads ANTHROPIC_BASE_URL for another endpoint)")
     return ClaudeAgent(api_key=key, model=model, timeout=timeout)

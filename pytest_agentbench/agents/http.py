@@ -1,4 +1,4 @@
-"""``--agent http``: an agent served elsewhere, over a small JSON-over-HTTP protocol.
+"""``--bench-agent http``: an agent served elsewhere, over a small JSON-over-HTTP protocol.
 
 The agent process can be anything (another language, a GPU box, a model behind a gateway); this
 client only moves observations out and actions back. The protocol (bodies documented in
@@ -12,11 +12,11 @@ client only moves observations out and actions back. The protocol (bodies docume
   benchmark reset that fails therefore sends no /reset). A stateless server may answer 404/405.
 * ``POST {url}/act`` with ``{"session", "task", "step", "observation", "history"[, "error"]}``,
   answered by ``{"action": {...}[, "usage": {...}]}``. ``usage`` feeds ``take_usage``, so budgets
-  (``--max-cost-usd``) and recorded costs work for remote model agents too.
+  (``--bench-max-cost-usd``) and recorded costs work for remote model agents too.
 
 Failures: connection errors, timeouts and 429/502/503/504 are retried with jittered exponential
 backoff (``retries``/``backoff_seconds``/``jitter_seconds``), waiting longer when the server's
-``Retry-After`` (seconds or an HTTP-date) asks to, up to 30 s or ``--agent-timeout``
+``Retry-After`` (seconds or an HTTP-date) asks to, up to 30 s or ``--bench-agent-timeout``
 (:mod:`..infra.retry`); once retries run out, or on any other non-2xx status, ``act`` raises
 :class:`HttpAgentError` (the episode records an agent error). A 2xx reply the client cannot
 use (not JSON, no ``action``, an invalid action or usage) follows the bad-reply rule: the first is
@@ -79,15 +79,15 @@ def check_url(url: str) -> str:
 
 
 def parse_timeout(text: str | None) -> float:
-    """``--agent-timeout``: seconds > 0 (default 60). Raises ValueError naming the value."""
+    """``--bench-agent-timeout``: seconds > 0 (default 60). Raises ValueError naming the value."""
     if text is None:
         return DEFAULT_TIMEOUT
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"--agent-timeout must be a number of seconds, got {text!r}") from None
+        raise ValueError(f"--bench-agent-timeout must be a number of seconds, got {text!r}") from None
     if not 0 < value < math.inf:
-        raise ValueError(f"--agent-timeout must be a number of seconds > 0, got {text!r}")
+        raise ValueError(f"--bench-agent-timeout must be a number of seconds > 0, got {text!r}")
     return value
 
 
@@ -317,7 +317,7 @@ class HttpAgent(Agent):
             )
         except httpx.TimeoutException:
             raise HttpAgentError(f"POST {where} timed out after {self.timeout:g} s ({attempts} attempts); "
-                                 "raise --agent-timeout or make the agent server answer sooner") from None
+                                 "raise --bench-agent-timeout or make the agent server answer sooner") from None
         except httpx.TransportError as exc:
             raise HttpAgentError(f"POST {where} failed ({attempts} attempts): {type(exc).__name__}: "
                                  f"{_first_line(str(exc))}") from None
@@ -334,7 +334,7 @@ _TRANSIENT = tenacity.retry_if_exception_type(httpx.TransportError) | tenacity.r
 
 
 def make_agent(config: pytest.Config | None) -> HttpAgent:
-    """Build the agent from ``--agent-url``/``--agent-timeout`` and check the server's health, so
+    """Build the agent from ``--bench-agent-url``/``--bench-agent-timeout`` and check the server's health, so
     a server that is not running stops the run before any task starts."""
     import pytest
 
@@ -342,12 +342,12 @@ def make_agent(config: pytest.Config | None) -> HttpAgent:
 
     url = setting(config, "agent_url") if config is not None else None
     if not url:
-        raise pytest.UsageError("--agent http needs --agent-url URL (or ini agentbench_agent_url), "
+        raise pytest.UsageError("--bench-agent http needs --bench-agent-url URL (or ini agentbench_agent_url), "
                                 "the agent server's base URL such as http://127.0.0.1:8765")
     try:
         url = check_url(url)
     except ValueError as exc:
-        raise pytest.UsageError(f"--agent-url: {exc}") from None
+        raise pytest.UsageError(f"--bench-agent-url: {exc}") from None
     try:
         timeout = parse_timeout(setting(config, "agent_timeout") if config is not None else None)
     except ValueError as exc:
@@ -357,5 +357,5 @@ def make_agent(config: pytest.Config | None) -> HttpAgent:
         agent.check_health()
     except HttpAgentError as exc:
         agent.close()
-        raise pytest.UsageError(f"--agent http: {exc}; start the agent server or fix --agent-url") from None
+        raise pytest.UsageError(f"--bench-agent http: {exc}; start the agent server or fix --bench-agent-url") from None
     return agent

@@ -1,4 +1,4 @@
-"""Model list prices and token estimates, for the cost of each step and for ``--dry-run``.
+"""Model list prices and token estimates, for the cost of each step and for ``--bench-dry-run``.
 
 Prices are Anthropic list prices in US dollars per million tokens (MTok), from the pricing page
 (https://platform.claude.com/docs/en/about-claude/pricing, "Model pricing"), as of 2026-11-30:
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: Where the prices come from and when they were read (shown in docs and ``--dry-run``).
+#: Where the prices come from and when they were read (shown in docs and ``--bench-dry-run``).
 PRICES_SOURCE = "Anthropic list prices (platform.claude.com/docs/en/about-claude/pricing), 2026-11-30"
 
 

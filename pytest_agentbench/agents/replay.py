@@ -8,7 +8,7 @@ next screen must show (``expect``); a mismatch halts too. Keyboard steps (``key`
 ``type`` without a target, ``wait``, ``scroll``) need no element, which is how a WAA task such as the
 Notepad one is replayed.
 
-``--agent replay --replay-bundles DIR`` reads ``DIR/<task id>/workflow.json`` per task. Every file is
+``--bench-agent replay --bench-replay-bundles DIR`` reads ``DIR/<task id>/workflow.json`` per task. Every file is
 validated when the agent is built, so a bad bundle is a usage error naming the file and the line
 before any VM starts. The MockMed benchmark's compiled arm is this agent with one workflow for every
 task (``benches/mockmed/arms.py``).
@@ -474,7 +474,7 @@ class ReplayAgent(Agent):
 
 
 def make_agent(config: Any) -> ReplayAgent:
-    """``--agent replay``: validate every bundle in ``--replay-bundles DIR`` now, so a bad one is a
+    """``--bench-agent replay``: validate every bundle in ``--bench-replay-bundles DIR`` now, so a bad one is a
     usage error before anything runs."""
     import pytest
 
@@ -482,12 +482,12 @@ def make_agent(config: Any) -> ReplayAgent:
 
     given = setting(config, "replay_bundles") if config is not None else None
     if not given:
-        raise pytest.UsageError("--agent replay needs --replay-bundles DIR (a folder of <task id>/workflow.json)")
+        raise pytest.UsageError("--bench-agent replay needs --bench-replay-bundles DIR (a folder of <task id>/workflow.json)")
     folder = Path(given)
     if not folder.is_absolute() and config is not None:
         folder = Path(config.invocation_params.dir) / folder
     if not folder.is_dir():
-        raise pytest.UsageError(f"--replay-bundles {given} is not a folder; give the folder that holds "
+        raise pytest.UsageError(f"--bench-replay-bundles {given} is not a folder; give the folder that holds "
                                 "<task id>/workflow.json")
     try:
         workflows = load_bundles(folder, given)
@@ -495,5 +495,5 @@ def make_agent(config: Any) -> ReplayAgent:
         raise pytest.UsageError(str(exc)) from None
     if not workflows:
         hint = " (it is one bundle: give the folder above it)" if (folder / "workflow.json").is_file() else ""
-        raise pytest.UsageError(f"--replay-bundles {given} holds no <task id>/workflow.json{hint}")
+        raise pytest.UsageError(f"--bench-replay-bundles {given} holds no <task id>/workflow.json{hint}")
     return ReplayAgent(workflows, source=given)

@@ -4,7 +4,7 @@ Each run makes two fresh Ed25519 key pairs: a login key (its public half goes in
 ``authorized_keys``) and a host key, installed as the VM's SSH host key through cloud-init's
 ``ssh_keys``. Because the harness chose the host key, the tunnel pins it and never has to trust a
 VM on first use. Keys are written with mode 0600 to the run's pool folder, so a pool kept with
-``--keep-pool`` can still be reached with ``ssh -i``.
+``--pool-keep`` can still be reached with ``ssh -i``.
 
 The user data is a ``#cloud-config`` document (cloud-init runs it on Ubuntu images on AWS and
 Azure). It may add ``shutdown -h +MIN``: with AWS's terminate-on-shutdown behaviour, a VM the

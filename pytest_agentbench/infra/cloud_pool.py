@@ -14,7 +14,7 @@ Lifecycle (the pytest glue in ``pool_plugin.py`` calls these):
   call that was cut short (an exception, a signal) is redone in full by the next call. SIGINT and
   SIGTERM are held back while it runs: a second Ctrl-C, or the SIGTERM a CI runner sends after
   it, is reported, not obeyed. Whenever anything may remain, the reaper command is printed. It
-  never raises, and is a no-op with ``keep=True`` (``--keep-pool``) except for saying what was
+  never raises, and is a no-op with ``keep=True`` (``--pool-keep``) except for saying what was
   kept.
 """
 
@@ -74,7 +74,7 @@ class CloudPool:
     leased: dict[str, VM] = field(default_factory=dict)
     #: no VM may be created any more (deletion has begun)
     closing: bool = False
-    #: the cloud confirmed that nothing of this run remains (or --keep-pool kept it on purpose)
+    #: the cloud confirmed that nothing of this run remains (or --pool-keep kept it on purpose)
     destroyed: bool = False
     failures: list[str] = field(default_factory=list)
 
@@ -217,7 +217,7 @@ class CloudPool:
 
     # -- delete --------------------------------------------------------------------------------
     def reap_command(self) -> str:
-        return f"pytest --agentbench-reap --pool {self.provider.name} --reap-run {self.options.run_id}"
+        return f"pytest --agentbench-reap --pool {self.provider.name} --agentbench-reap-run {self.options.run_id}"
 
     def destroy(self) -> list[str]:
         """Delete everything this run created (see the module docstring). Idempotent: after a
@@ -233,7 +233,7 @@ class CloudPool:
             self._executor.shutdown(wait=False, cancel_futures=True)
         if self.options.keep:
             self.destroyed = True
-            self.log(f"agentbench pool: kept {len(self.vms)} VM(s) (--keep-pool); delete them with {self.reap_command()}")
+            self.log(f"agentbench pool: kept {len(self.vms)} VM(s) (--pool-keep); delete them with {self.reap_command()}")
             self._save()
             return []
         confirmed = False

@@ -7,7 +7,7 @@ Where each step happens (DESIGN §3.5):
   credentials, region, size and image work (one-line usage errors); the deletion is registered
   with ``config.add_cleanup`` and SIGTERM is turned into KeyboardInterrupt, before anything exists;
 * controller, ``pytest_xdist_setupnodes``: one VM per worker is created (in parallel), but never
-  more than there are items left to play (``--resume`` leaves fewer; none: no VM);
+  more than there are items left to play (``--bench-resume`` leaves fewer; none: no VM);
   ``pytest_configure_node`` gives each worker a ticket (``lease_service.py``) that it trades for a
   VM on its first item that needs one, so a worker the scheduler gives nothing holds none;
   ``pytest_testnodedown`` gives the VM back, so a replacement worker gets a free VM (one is
@@ -16,7 +16,7 @@ Where each step happens (DESIGN §3.5):
 * every process opens its own connection (an SSH tunnel) on first use and waits for WAA readiness;
   a VM that never becomes ready makes the items errors, not failures;
 * controller, session finish (and the cleanup as a safety net): every VM is deleted, unless
-  ``--keep-pool``; the VM cost goes into the summary and the terminal.
+  ``--pool-keep``; the VM cost goes into the summary and the terminal.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def ssh_ingress(config: pytest.Config) -> str:
 
 def vm_estimate(config: pytest.Config, kind: str, tasks: int) -> tuple[Any, Any, float]:
     """The cloud pool's VM estimate for ``tasks`` from the options: (provider, Estimate, minutes
-    per task). Used by ``--pool-dry-run`` and ``--dry-run``; raises ProviderError for a bad setting.
+    per task). Used by ``--pool-dry-run`` and ``--bench-dry-run``; raises ProviderError for a bad setting.
     No VM is counted for a worker without a task (the pool creates none for it)."""
     from .prices import DEFAULT_MINUTES_PER_TASK, Estimate, estimate, hourly_price
     from .providers import make_provider as make
@@ -162,7 +162,7 @@ class PoolManager:
         self._connect_error: str | None = None
         self._provision_error: str | None = None
         self._old_sigterm: Any = None
-        # --dry-run prints the whole estimate (VM and model) itself; --pool-dry-run alone, the VMs
+        # --bench-dry-run prints the whole estimate (VM and model) itself; --pool-dry-run alone, the VMs
         self.dry_run = bool(config.getoption("pool_dry_run")) or bool(config.getoption("dry_run", False))
         self.print_estimate = bool(config.getoption("pool_dry_run")) and not config.getoption("dry_run", False)
         self.run_id: str | None = None
@@ -323,7 +323,7 @@ class PoolManager:
     def _ensure_own_lease(self) -> None:
         """Without xdist: the first use creates the one VM this process leases. An xdist worker
         trades its ticket for its VM on first use; when that fails, its items are infrastructure
-        errors (``--resume`` plays them again)."""
+        errors (``--bench-resume`` plays them again)."""
         from .lease_service import is_ticket
 
         if is_ticket(self.lease):
@@ -477,7 +477,7 @@ class PoolManager:
         items = [i for i in (getattr(session, "items", None) or []) if isinstance(i, BenchItem)]
         state = self.config.stash.get(STATE_KEY, None)
         if state is not None:
-            items = not_done(self.config, state, items)  # --resume RUN: only what is left
+            items = not_done(self.config, state, items)  # --bench-resume RUN: only what is left
         write = terminalreporter.write_line
         write("")
         if self.kind == "static":
@@ -501,7 +501,7 @@ class PoolManager:
 
 
 def run_reaper(config: pytest.Config) -> int:
-    """``pytest --agentbench-reap --pool aws|azure [--reap-run ID]``: delete what runs left behind."""
+    """``pytest --agentbench-reap --pool aws|azure [--agentbench-reap-run ID]``: delete what runs left behind."""
     from .providers.base import ProviderError
 
     kind = pool_kind(config)

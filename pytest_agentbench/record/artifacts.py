@@ -93,7 +93,7 @@ def save_episode(
     outcome: Outcome,
     seconds: float,
 ) -> dict[str, Any]:
-    """Write trajectory.json (always) and screenshots (per ``--screenshots``); return the record."""
+    """Write trajectory.json (always) and screenshots (per ``--bench-screenshots``); return the record."""
     payload = base_payload(item.nodeid, item.stash[_task_key()], record.agent)
     verdict = record.verdict
     criteria = [criterion_json(c) for c in verdict.criteria] if verdict else []

@@ -1,6 +1,6 @@
-"""``--compare RUN`` and ``--fail-on-regression`` on the controller: compare this run's records
+"""``--bench-compare RUN`` and ``--bench-fail-on-regression`` on the controller: compare this run's records
 with RUN's at the end, write ``comparison.json``, print the block and its grep line, and fail the
-run on a significant regression when asked. ``--baseline`` (xfail of known failures) is separate
+run on a significant regression when asked. ``--bench-baseline`` (xfail of known failures) is separate
 and unchanged."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class CompareGate:
         try:  # read now: a malformed reference run is a usage error before any episode plays
             self.name, self.before = load_run(path)
         except (ValueError, OSError) as exc:
-            raise pytest.UsageError(f"--compare {path}: {exc}") from None
+            raise pytest.UsageError(f"--bench-compare {path}: {exc}") from None
         self.alpha = alpha
         self.fail = fail
         self.result: dict[str, Any] | None = None
@@ -42,7 +42,7 @@ class CompareGate:
         if self.fail and self.result["verdict"] == "regression":
             self.message = (f"ERROR: significant regression against {self.name}: success rate "
                             f"{self.result['difference'] * 100:+.1f} points, p = {self.result['p_value']:.4g} "
-                            f"< --regression-alpha {self.alpha:g}")
+                            f"< --bench-regression-alpha {self.alpha:g}")
         if self.message and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -1,6 +1,6 @@
 """``agentbench-view A B``: a static page comparing run B with run A, task by task.
 
-The numbers are ``compare.compare_records``'s (the ones ``--compare`` prints); the page is plain
+The numbers are ``compare.compare_records``'s (the ones ``--bench-compare`` prints); the page is plain
 HTML with every value escaped and no script, written into B's folder as ``compare-<A>.html``; its
 style is package data (``assets/compare.css``), inlined like the viewer's.
 """

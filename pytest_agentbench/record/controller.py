@@ -1,5 +1,5 @@
 """Controller-side run record: results.jsonl from forwarded reports, summary.json, the viewer,
-the terminal summary and the ``--min-success`` gate. Registered only on the controller (or the
+the terminal summary and the ``--bench-min-success`` gate. Registered only on the controller (or the
 single process without xdist), so every record is written exactly once."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class RunController:
         self._session = session
         from ..resume import record_identity, resumed_folder
 
-        folder = resumed_folder(self, config)  # --resume RUN: RUN's folder, its final records kept
+        folder = resumed_folder(self, config)  # --bench-resume RUN: RUN's folder, its final records kept
         name = settings.run_name or default_run_name(settings.benchmarks, self._player(settings.agent))
         try:
             folder = folder or RunFolder.create(settings.results_dir, name)
@@ -79,7 +79,7 @@ class RunController:
         record_identity(self, config, folder)
 
     def _player(self, agent: str) -> str:
-        """Who plays the run, for its folder name: the ``--agent`` agent, unless every benchmark
+        """Who plays the run, for its folder name: the ``--bench-agent`` agent, unless every benchmark
         plays its tasks itself (MockMed's arms, OpenComputer's end states)."""
         players = [getattr(self.state.benchmarks.get(name), "player", None) for name in self.state.settings.benchmarks]
         if players and all(players):
@@ -210,7 +210,7 @@ class RunController:
             if rate is None or rate < threshold:
                 shown = m.format_rate(rate)
                 self.gate_message = (
-                    f"ERROR: success rate {shown} (outcomes only) is below --min-success {threshold * 100:.1f}%"
+                    f"ERROR: success rate {shown} (outcomes only) is below --bench-min-success {threshold * 100:.1f}%"
                 )
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,4 +1,4 @@
-"""Export a run as an Inspect AI eval log (``--inspect-log PATH``), so ``inspect view`` lists and
+"""Export a run as an Inspect AI eval log (``--bench-inspect-log PATH``), so ``inspect view`` lists and
 opens it beside the user's other evals.
 
 The log is Inspect's JSON format (``version: 2``), written with the standard library only: the
@@ -44,21 +44,21 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 
 
 def check_path(value: str | os.PathLike) -> Path:
-    """Validate an ``--inspect-log`` value before the run starts; returns it as a Path.
+    """Validate an ``--bench-inspect-log`` value before the run starts; returns it as a Path.
 
     A path ending in ``.json`` is the log file; anything else is a directory for a timestamp-named
     log (Inspect's ``.eval`` zip format is not written)."""
     path = Path(value)
     text = str(value).strip()
     if not text:
-        raise ValueError("--inspect-log needs a PATH: a .json file or a directory")
+        raise ValueError("--bench-inspect-log needs a PATH: a .json file or a directory")
     if path.suffix.lower() == ".eval":
-        raise ValueError(f"--inspect-log {text}: only Inspect's JSON log format is written; "
+        raise ValueError(f"--bench-inspect-log {text}: only Inspect's JSON log format is written; "
                          "give a .json file or a directory")
     if path.suffix.lower() == ".json" and path.is_dir():
         return path
     if path.suffix.lower() != ".json" and path.exists() and not path.is_dir():
-        raise ValueError(f"--inspect-log {text} is an existing file that is not .json; give a .json file or a directory")
+        raise ValueError(f"--bench-inspect-log {text} is an existing file that is not .json; give a .json file or a directory")
     return path
 
 
@@ -301,7 +301,7 @@ def _sample_ids(records: list[Mapping[str, Any]]) -> list[tuple[str, int]]:
     out = []
     for record, sample_id in zip(records, task_ids):
         seen[sample_id] = seen.get(sample_id, 0) + 1
-        trial = record.get("trial")  # --trials: trial n is epoch n, whatever order the records came in
+        trial = record.get("trial")  # --bench-trials: trial n is epoch n, whatever order the records came in
         out.append((sample_id, trial if isinstance(trial, int) and trial >= 1 else seen[sample_id]))
     return out
 

@@ -28,7 +28,7 @@ from ..outcomes import OutcomeKind
 #: An item's final pytest outcome, as ``controller.status_of`` words it.
 Status = Literal["passed", "failed", "skipped", "error", "xfailed", "xpassed"]
 STATUS_TEXT = ("The item's final pytest outcome: passed, failed, skipped (not evaluated), error (infrastructure or "
-               "evaluation error, or a failing fixture), xfailed / xpassed (known failure from --baseline or an xfail "
+               "evaluation error, or a failing fixture), xfailed / xpassed (known failure from --bench-baseline or an xfail "
                "marker). evaluate_agent_on_benchmark writes passed, failed or error.")
 ERROR_TYPE_TEXT = ("Error taxonomy. agent: the agent raised, returned error or ran out of steps (a scored failure). "
                    "infrastructure: the environment or a fixture failed. evaluation: the checker crashed. The last two "
@@ -99,7 +99,7 @@ class ResultRecord(_Record):
     outcome: bool = Field(description="Whether this attempt counts in the success rate (the checker scored it, or "
                                       "the agent erred).")
     num_steps: Count = Field(description="Actions the environment executed; terminal actions are not counted.")
-    step_limit: Count = Field(description="The step limit that applied (--max-steps, else the task's, else 50); 0 "
+    step_limit: Count = Field(description="The step limit that applied (--bench-max-steps, else the task's, else 50); 0 "
                                           "when the episode never started.")
     error: str | None = Field(description="One-line error message, or null.")
     error_type: ErrorType | None = Field(description=ERROR_TYPE_TEXT)
@@ -113,7 +113,7 @@ class ResultRecord(_Record):
     trajectory: str | None = Field(description="Path of the task's trajectory.json, relative to the run folder; null "
                                                "when the episode never ran.")
     screenshots: list[str] = Field(description="Saved screenshots, paths relative to the run folder (per "
-                                               "--screenshots).")
+                                               "--bench-screenshots).")
     worker: str = Field(description="xdist worker id (gw0, gw1, ...) or main.")
     extra: dict[str, Any] = Field(description="Keys added by pytest_agentbench_episode_finished implementations "
                                               "(plain JSON).")
@@ -122,10 +122,10 @@ class ResultRecord(_Record):
     duration: Seconds = Field(description="Seconds pytest spent on the item: setup (where the episode plays) plus "
                                           "call.")
     trial: Omittable[Annotated[int, Field(ge=1)]] = Field(default=None, description=(
-        "Which trial of the task this record is (1..K with --trials K); absent in records written before trials "
+        "Which trial of the task this record is (1..K with --bench-trials K); absent in records written before trials "
         "existed."))
     seed: Omittable[Count] = Field(default=None, description=(
-        "The trial's seed, given to the agent (derived from --trial-seed, benchmark, task id and trial)."))
+        "The trial's seed, given to the agent (derived from --bench-trial-seed, benchmark, task id and trial)."))
     attempts: Omittable[Annotated[list[AttemptSummary], Field(min_length=2)]] = Field(default=None, description=(
         "Present when a rerun plugin (pytest-rerunfailures' --reruns) played the item more than once: every attempt "
         "in order, the last being this record's own. Earlier attempts' files carry an .attempt-<n> suffix, so none "
@@ -202,7 +202,7 @@ class Suite(_Record):
 
     name: str = Field(description="Benchmark registry name (node id bench/<name>).")
     description: str = Field(description="The description it was registered with.")
-    tasks: list[ManifestTask] = Field(description="Tasks sorted by (domain, task_id), cut to --tasks.")
+    tasks: list[ManifestTask] = Field(description="Tasks sorted by (domain, task_id), cut to --bench-limit.")
 
 
 class ManifestRecord(_Record):
@@ -350,7 +350,7 @@ class SummaryRecord(Metrics):
     model_id: str = Field(description="Same as agent (reference name).")
     created_at: AwareDatetime = Field(description="When the run started, ISO 8601 UTC.")
     finished_at: AwareDatetime = Field(description="When the run finished, ISO 8601 UTC.")
-    max_steps: Annotated[int, Field(ge=1)] | None = Field(description="--max-steps if given, else null (each task's "
+    max_steps: Annotated[int, Field(ge=1)] | None = Field(description="--bench-max-steps if given, else null (each task's "
                                                                       "own limit applied).")
     by_domain: dict[str, Metrics] = Field(description="The same metrics per domain, keyed by domain name.")
     statuses: dict[Status, Annotated[int, Field(ge=1)]] = Field(description=(
@@ -359,10 +359,10 @@ class SummaryRecord(Metrics):
     vm_cost: VmCost | None = Field(default=None, description="cloud pools only: VM hours (creation to deletion) times the "
                                                      "hourly price of the size created; null without a cloud pool")
     budget: BudgetSummary | None = Field(default=None, description=(
-        "--max-cost-usd / --max-cost-usd-per-task: the caps, what the run spent (all workers) and whether the run's "
+        "--bench-max-cost-usd / --bench-max-cost-usd-per-task: the caps, what the run spent (all workers) and whether the run's "
         "cap was reached; null without caps"))
     trials: Omittable[Annotated[int, Field(ge=1)]] = Field(default=None, description=(
-        "--trials: how many times each task was played."))
+        "--bench-trials: how many times each task was played."))
     statistics: Omittable[Statistics] = Field(default=None, description=(
         "How sure the numbers are: the success rate's 95% interval, pass@k, pass^k and the flip rate, for the run, "
         "per domain and per task (see the user guide's Statistics section)."))

@@ -60,7 +60,7 @@ class RunFolder:
     def create(cls, results_dir: Path, run_name: str) -> RunFolder:
         """Make a new folder; a taken name gets ``-2``, ``-3``... so no run overwrites another."""
         if not run_name or run_name in (".", "..") or "/" in run_name or "\\" in run_name:
-            raise ValueError(f"--run-name {run_name!r} must be a plain folder name")
+            raise ValueError(f"--bench-run-name {run_name!r} must be a plain folder name")
         results_dir.mkdir(parents=True, exist_ok=True)
         candidate, n = run_name, 1
         while True:

@@ -268,7 +268,7 @@ def _run_facts(run: Path, summary: Mapping[str, Any], records: list[dict[str, An
     agent = summary.get("agent") or next((r.get("agent") for r in records if r.get("agent")), "")
     model = summary.get("model_id")
     # Who played, as the run recorded it (the name its folder got): the benchmarks' own players
-    # (MockMed's arms, OpenComputer's end states) when the --agent agent played nothing.
+    # (MockMed's arms, OpenComputer's end states) when the --bench-agent agent played nothing.
     player = summary.get("player")
     return {
         "name": str(summary.get("run_name") or run.resolve().name),

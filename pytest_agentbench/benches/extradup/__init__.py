@@ -6,11 +6,11 @@ outage, each applied to a fresh MockMed SQLite store through the store the app u
 condition x trial is an item ``bench/extradup::<reward>::<condition>::trial<k>``::
 
     pytest --bench=extradup
-    pytest --bench=extradup --reward mypkg.rewards:my_reward
+    pytest --bench=extradup --bench-reward mypkg.rewards:my_reward
 
 A reward is a plain callable ``reward(evidence) -> bool | float | None`` (see ``cells.Evidence``).
 
-The plugin registers the benchmark (``plugin.py``) and defines ``--reward`` (``options.py``) without
+The plugin registers the benchmark (``plugin.py``) and defines ``--bench-reward`` (``options.py``) without
 importing this package; it is imported only when the benchmark is made, through :func:`make_provider`.
 """
 

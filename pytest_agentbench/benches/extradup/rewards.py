@@ -78,7 +78,7 @@ def _usage(message: str) -> Exception:
 
 
 def load_reward(spec: str, rootdir: str | None = None) -> Reward | None:
-    """Resolve a ``--reward`` value: a built-in name (None: it is scored anyway) or ``module:callable``,
+    """Resolve a ``--bench-reward`` value: a built-in name (None: it is scored anyway) or ``module:callable``,
     importable from installed packages, the rootdir or the current folder."""
     spec = spec.strip()
     if spec in BUILTINS:
@@ -86,17 +86,17 @@ def load_reward(spec: str, rootdir: str | None = None) -> Reward | None:
     known = ", ".join(BUILTINS)
     module_name, colon, attr = spec.partition(":")
     if not colon:
-        raise _usage(f"unknown reward {spec!r} in --reward; built-in rewards: {known}; or give module:callable")
+        raise _usage(f"unknown reward {spec!r} in --bench-reward; built-in rewards: {known}; or give module:callable")
     if not module_name or not attr:
-        raise _usage(f"--reward {spec!r}: use module:callable (built-in rewards: {known})")
+        raise _usage(f"--bench-reward {spec!r}: use module:callable (built-in rewards: {known})")
     from ...loading import LoadError, import_callable
 
     try:
         target = import_callable(module_name, attr, rootdir)
     except LoadError as exc:
-        raise _usage(f"cannot load reward {spec!r} in --reward: {exc} (built-in rewards: {known})") from None
+        raise _usage(f"cannot load reward {spec!r} in --bench-reward: {exc} (built-in rewards: {known})") from None
     if not callable(target):
-        raise _usage(f"reward {spec!r} in --reward is not callable (a {type(target).__name__}); "
+        raise _usage(f"reward {spec!r} in --bench-reward is not callable (a {type(target).__name__}); "
                      "a reward is reward(evidence) -> bool | float | None")
     doc = (getattr(target, "__doc__", None) or "").strip().splitlines()
     return Reward(attr, target, f"{spec}" + (f": {doc[0]}" if doc else ""), False)

@@ -116,7 +116,7 @@ class MockBenchmark(Benchmark):
     """
 
     name = "mock"
-    #: the window's size: what a step's screenshot is priced at by ``--dry-run``
+    #: the window's size: what a step's screenshot is priced at by ``--bench-dry-run``
     screen_size = (1920, 1200)
 
     def __init__(self, num_tasks: int = 10, domains: list[str] | tuple[str, ...] | None = None) -> None:

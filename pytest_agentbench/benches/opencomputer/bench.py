@@ -10,7 +10,7 @@ Each item (``bench/opencomputer::<app>::<task id>``) plays one episode:
   - **end-state mode** (``--opencomputer-end-state DIR``): ``DIR/<id>`` (an overlay with an
     optional ``.deleted`` list, or a whole-home snapshot) is laid over the home and the benchmark's
     own stand-in agent says done at once (no model is called); or
-  - **agent mode**: the app is launched on the desktop and the ``--agent`` agent plays it
+  - **agent mode**: the app is launched on the desktop and the ``--bench-agent`` agent plays it
     (``desktop.py``). Where the app cannot run (no desktop here), nothing is set up, a stand-in
     agent stops at once and the item is skipped with the reason;
 * ``evaluate``: the app's verifier is copied in again and every check runs (OpenComputer's
@@ -58,7 +58,7 @@ class StandIn(Agent):
 
 class OpenComputerBenchmark(Benchmark):
     name = BENCHMARK
-    #: OpenComputer's display: what a step's screenshot is priced at by ``--dry-run``
+    #: OpenComputer's display: what a step's screenshot is priced at by ``--bench-dry-run``
     screen_size = (1920, 1080)
 
     def __init__(
@@ -276,7 +276,7 @@ class OpenComputerBenchmark(Benchmark):
     # -- episodes --------------------------------------------------------------------------------
     @property
     def player(self) -> str | None:
-        """With ``--opencomputer-end-state`` the end states play, not the ``--agent`` agent."""
+        """With ``--opencomputer-end-state`` the end states play, not the ``--bench-agent`` agent."""
         return "end-state" if self.end_state_dir is not None else None
 
     def agent_for(self, task: Task) -> Any:
@@ -286,7 +286,7 @@ class OpenComputerBenchmark(Benchmark):
             return self._end_state_agent
         reason = self.app_unavailable(task.domain)
         if reason is not None:
-            return StandIn("", reason)  # an empty name: the record keeps the --agent name
+            return StandIn("", reason)  # an empty name: the record keeps the --bench-agent name
         return None
 
     def _prepare(self, sandbox: Sandbox, task: Task) -> None:

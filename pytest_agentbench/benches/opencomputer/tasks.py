@@ -25,7 +25,7 @@ from typing import Any
 from ...model import Task
 
 BENCHMARK = "opencomputer"
-#: The reference harness's default step limit (``EVAL_MAX_ITERATIONS``); an explicit --max-steps wins.
+#: The reference harness's default step limit (``EVAL_MAX_ITERATIONS``); an explicit --bench-max-steps wins.
 UPSTREAM_MAX_STEPS = 100
 #: App names become domains: pytest markers and node-id parts.
 _APP = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -97,7 +97,7 @@ class WAABenchmark(Benchmark):
         Relative paths on the command line are taken from the invocation folder, in the ini file
         from the ini file's folder. Without an evaluate server, upstream's evaluator code must be
         found (``--waa-upstream``, or inferred from ``--waa-examples``): else a usage error, except
-        for runs that score nothing (``--collect-only``, ``--dry-run``)."""
+        for runs that score nothing (``--collect-only``, ``--bench-dry-run``)."""
         if config is None:
             return cls(**kwargs)
         import pytest

@@ -201,7 +201,7 @@ def read_task(path: Path, domain: str, stem: str) -> Task:
         domain=domain,
         benchmark=BENCHMARK,
         tags=["infeasible"] if infeasible else [],
-        # Upstream WAA runs each task with max_steps=15; an explicit --max-steps still wins.
+        # Upstream WAA runs each task with max_steps=15; an explicit --bench-max-steps still wins.
         time_limit_steps=UPSTREAM_MAX_STEPS,
         initial_state_ref=data.get("snapshot") if isinstance(data.get("snapshot"), str) else None,
         raw_config=data,

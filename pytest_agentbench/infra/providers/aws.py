@@ -334,12 +334,12 @@ class AWSProvider(Provider):
                 subnets = []
             if not subnets:
                 raise _fail(f"subnet {self.subnet_id!r} not found in region {self.region!r}; "
-                            "fix --aws-subnet or --pool-region")
+                            "fix --pool-aws-subnet or --pool-region")
             return str(subnets[0]["VpcId"])
         with self._aws("find the default VPC"):
             vpcs = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}]).get("Vpcs", [])
         if not vpcs:
-            raise _fail(f"region {self.region!r} has no default VPC; pass --aws-subnet SUBNET_ID (a subnet "
+            raise _fail(f"region {self.region!r} has no default VPC; pass --pool-aws-subnet SUBNET_ID (a subnet "
                         "with internet access that gives public IPs), or choose another --pool-region")
         return str(vpcs[0]["VpcId"])
 

@@ -198,7 +198,7 @@ class AzureProvider(Provider):
     def subscription_id(self) -> str:
         subscription = self.config.extra.get("subscription_id") or os.environ.get("AZURE_SUBSCRIPTION_ID")
         if not subscription:
-            raise ProviderError("Azure needs a subscription: set AZURE_SUBSCRIPTION_ID or --azure-subscription")
+            raise ProviderError("Azure needs a subscription: set AZURE_SUBSCRIPTION_ID or --pool-azure-subscription")
         return str(subscription)
 
     def _group_id(self, name: str | None = None) -> str:
@@ -238,7 +238,7 @@ class AzureProvider(Provider):
         if isinstance(exc, HttpResponseError) and (exc.status_code == 403 or code == "AuthorizationFailed"):
             return ProviderError(f"Azure subscription '{self.subscription_id}' refused {doing} ({code or 403}): "
                                  "the signed-in identity needs the Contributor role on it, or choose another "
-                                 "subscription with --azure-subscription")
+                                 "subscription with --pool-azure-subscription")
         return ProviderError(f"Azure failed {doing}: {code + ': ' if code else ''}{_error_message(exc)}")
 
     def _call(self, doing: str, call: Callable[[], T]) -> T:
