@@ -223,9 +223,9 @@ def test_metric_options_reach_upstreams_metric(run, pytester, gold_server):
         folder.mkdir()
         tree = notepad_tree(folder, gold_server, options)
         with FakeWAAServer() as fake:
-            result = run("--bench=waa", "--waa-examples", str(tree), "--waa-upstream", str(upstream),
+            result = run("--bench=waa", f"--waa-examples={tree}", f"--waa-upstream={upstream}",
                          "--waa-server", fake.url, "--bench-task", NOTEPAD_TASK, "--bench-agent", "scripted",
-                         "--bench-agent-script", str(script), "--bench-results-dir", str(folder / "out"))
+                         f"--bench-agent-script={script}", f"--bench-results-dir={folder / 'out'}")
         outcomes[name] = result.parseoutcomes()
     assert outcomes == {"plain": {"failed": 1}, "ignore_case": {"passed": 1}}
 
