@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .budget import Budget
-    from .model import Action, Observation, Task
+    from pytest_agentbench.budget import Budget
+    from pytest_agentbench.model import Action, Observation, Task
 
 
 @dataclass

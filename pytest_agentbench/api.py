@@ -13,12 +13,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .agent import Agent
-from .benches.mock import MockBenchmark
-from .benchmark import Benchmark
-from .episode import DEFAULT_MAX_STEPS, run_episode
-from .metrics import attempt_from_record, metrics
-from .model import EpisodeRecord
+from pytest_agentbench.agent import Agent
+from pytest_agentbench.benches.mock import MockBenchmark
+from pytest_agentbench.benchmark import Benchmark
+from pytest_agentbench.episode import DEFAULT_MAX_STEPS, run_episode
+from pytest_agentbench.metrics import attempt_from_record, metrics
+from pytest_agentbench.model import EpisodeRecord
 
 
 class WAAMockAdapter(MockBenchmark):
@@ -63,7 +63,7 @@ def evaluate_agent_on_benchmark(
             continue
         results.append(run_episode(agent, adapter, task, max_steps=max_steps))
     if results_dir is not None:
-        from .record.standalone import write_run
+        from pytest_agentbench.record.standalone import write_run
 
         write_run(Path(results_dir), run_name, adapter, agent, tasks, results)
     return results

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .record.runfolder import read_results
+from pytest_agentbench.record.runfolder import read_results
 
 
 def load_baseline(path: Path) -> dict[str, str]:

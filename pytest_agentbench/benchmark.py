@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .model import Action, Observation, Task, Verdict
+    from pytest_agentbench.model import Action, Observation, Task, Verdict
 
 
 class InfrastructureError(RuntimeError):

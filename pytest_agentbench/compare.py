@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import stats
-from .record.runfolder import read_results
+from pytest_agentbench import stats
+from pytest_agentbench.record.runfolder import read_results
 
 STATUSES = ("regressed", "improved", "unchanged", "new", "gone")
 DEFAULT_ALPHA = 0.05

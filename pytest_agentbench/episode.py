@@ -34,16 +34,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .budget import BudgetSpent
-from .deadline import Alarm, DeadlinePassed
-from .model import Action, EpisodeRecord, Observation, Step, Verdict
+from pytest_agentbench.budget import BudgetSpent
+from pytest_agentbench.deadline import Alarm, DeadlinePassed
+from pytest_agentbench.model import Action, EpisodeRecord, Observation, Step, Verdict
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .benchmark import Benchmark
-    from .budget import Budget
-    from .deadline import Deadline
-    from .model import Task
+    from pytest_agentbench.agent import Agent
+    from pytest_agentbench.benchmark import Benchmark
+    from pytest_agentbench.budget import Budget
+    from pytest_agentbench.deadline import Deadline
+    from pytest_agentbench.model import Task
 
 DEFAULT_MAX_STEPS = 50
 

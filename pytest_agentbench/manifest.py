@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .benchmark import Benchmark
-    from .options import Settings
-    from .registry import BenchmarkRegistry
+    from pytest_agentbench.benchmark import Benchmark
+    from pytest_agentbench.plugin.options import Settings
+    from pytest_agentbench.registry import BenchmarkRegistry
 
 SCHEMA = "pytest-agentbench/manifest/v1"
 
@@ -76,8 +76,8 @@ def _one_line(exc: Exception) -> str:
 def _check_task(benchmark: str, task: Any) -> None:
     """Every task a benchmark lists is a Task whose id and domain may become node names (also
     when a benchmark built it without validation)."""
-    from .model import Task
-    from .names import name_problem, shown
+    from pytest_agentbench.model import Task
+    from pytest_agentbench.names import name_problem, shown
 
     if not isinstance(task, Task):
         raise pytest.UsageError(f"benchmark {benchmark!r} listed a {type(task).__name__}, not a Task; "

@@ -67,7 +67,7 @@ class Task(_Model):
     @classmethod
     def _node_name(cls, value: str, info: Any) -> str:
         # Ids and domains become node names, shown unescaped by some reports (see names.py).
-        from .names import name_problem, shown
+        from pytest_agentbench.names import name_problem, shown
 
         problem = name_problem(value)
         if problem is not None:

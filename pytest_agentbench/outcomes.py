@@ -14,7 +14,8 @@ A failure's first line names what failed and nothing else (``checker failed: <cr
 ``message`` and CI annotations show, cut to the terminal's width. Score, steps and the criteria
 table follow on the next lines.
 
-Projects override the mapping with the ``pytest_agentbench_verdict_to_outcome`` hook.
+Projects override the mapping with the ``pytest_agentbench_verdict_to_outcome`` hook. The mapping is
+pytest-free; ``plugin/outcomes.py`` turns an outcome into pytest's control flow.
 """
 
 from __future__ import annotations
@@ -22,24 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import pytest
-
 if TYPE_CHECKING:
-    from .model import EpisodeRecord
+    from pytest_agentbench.model import EpisodeRecord
 
 OutcomeKind = Literal["passed", "failed", "skipped", "error"]
-
-
-class EpisodeFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
-    """A scored failure (checker said no, or the agent erred). The only exception a ``--bench-baseline``
-    xfail accepts, so infrastructure errors of known-failing tasks still show as errors.
-
-    It presents itself as pytest's own ``Failed`` so reports read ``Failed: <reason>``."""
-
-    __module__ = "builtins"
-
-
-EpisodeFailed.__name__ = EpisodeFailed.__qualname__ = "Failed"
 
 
 @dataclass(frozen=True)
@@ -104,12 +91,12 @@ def default_outcome(record: EpisodeRecord) -> Outcome:
     return Outcome("failed", message + ("\n" + table if table else ""))
 
 
-def raise_outcome(outcome: Outcome) -> None:
-    """Turn an outcome into pytest's control flow. ``error`` raises from setup (the caller's job)."""
-    if outcome.kind == "passed":
-        return
-    if outcome.kind == "skipped":
-        pytest.skip(outcome.message)
-    if outcome.kind == "failed":
-        raise EpisodeFailed(outcome.message, pytrace=False)
-    pytest.fail(outcome.message, pytrace=False)
+def __getattr__(name: str) -> object:
+    """``EpisodeFailed`` and ``raise_outcome`` live in the plugin layer (they are pytest's control
+    flow); the names stay importable from here, where the docs long pointed, without loading pytest
+    for the rest of this module."""
+    if name in ("EpisodeFailed", "raise_outcome"):
+        from pytest_agentbench.plugin import outcomes
+
+        return getattr(outcomes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

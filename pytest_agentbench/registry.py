@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     import pytest
 
-    from .agent import Agent
-    from .benchmark import Benchmark
+    from pytest_agentbench.agent import Agent
+    from pytest_agentbench.benchmark import Benchmark
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("pydantic", "httpx", "PIL", "pytest_agentbench.model", "pytest_agentbench.session")
+HEAVY = ("pydantic", "httpx", "PIL", "pytest_agentbench.model", "pytest_agentbench.plugin.session")
 
 
 def test_importing_the_plugin_loads_no_heavy_module():
@@ -20,7 +20,7 @@ def test_a_plain_pytest_run_never_imports_the_plugin_internals(pytester):
 import sys
 def pytest_sessionfinish(session):
     loaded = sorted(m for m in sys.modules if m.startswith("pytest_agentbench.") and m not in (
-        "pytest_agentbench.plugin", "pytest_agentbench.hookspecs", "pytest_agentbench.options"))
+        "pytest_agentbench.plugin", "pytest_agentbench.plugin.hookspecs", "pytest_agentbench.plugin.options"))
     print("AGENTBENCH-LOADED", loaded)
 """
     )

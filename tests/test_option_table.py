@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from pytest_agentbench.options import OLD_SPELLINGS, OPTIONS
+from pytest_agentbench.plugin.options import OLD_SPELLINGS, OPTIONS
 
 #: Names a plugin option may have: the mission's own words, or a prefix that says whose it is.
 ALLOWED_NAMES = ("--bench", "--audit-verifier", "--pool")
@@ -48,7 +48,7 @@ COMMANDS = ("agentbench_reap",)
 
 SHOW = """
 import json
-from pytest_agentbench import options
+from pytest_agentbench.plugin import options
 
 def pytest_sessionstart(session):
     config = session.config
@@ -216,7 +216,7 @@ def test_an_old_spelling_after_a_double_dash_is_not_an_option(run, pytester):
 
 
 def test_the_warning_can_be_made_an_error(run):
-    result = run("-W", "error::pytest_agentbench.options.AgentbenchDeprecationWarning", "--tasks", "2")
+    result = run("-W", "error::pytest_agentbench.plugin.options.AgentbenchDeprecationWarning", "--tasks", "2")
     assert result.ret != 0
     assert "--tasks is now spelled --bench-limit" in result.stdout.str() + result.stderr.str()
 

@@ -147,7 +147,7 @@ def test_pool_json_stays_whole_while_creation_threads_save(tmp_path, aws_env, mo
 def managers(pytester, pool):
     """The controller's PoolManager over ``pool`` (one of its two VMs already deleted, so one is
     free), and a maker of a worker's PoolManager holding the ticket the controller gave it."""
-    from pytest_agentbench.infra.pool_plugin import PoolManager
+    from pytest_agentbench.plugin.pools import PoolManager
 
     config = pytester.parseconfigure("--pool", "aws")
     controller = PoolManager(config, "aws")

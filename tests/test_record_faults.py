@@ -153,7 +153,7 @@ import json, os
 
 def pytest_runtest_teardown(item):
     # Each record is on disk as its item ends: the file is read here through another handle.
-    folder = item.config.stash[__import__("pytest_agentbench.session", fromlist=["x"]).STATE_KEY].run_folder
+    folder = item.config.stash[__import__("pytest_agentbench.plugin.session", fromlist=["x"]).STATE_KEY].run_folder
     lines = open(folder.results_path, encoding="utf-8").read().splitlines()
     with open(os.environ["SEEN_LINES"], "a") as out:
         out.write(f"{len(lines)}\\n")

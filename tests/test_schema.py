@@ -26,8 +26,8 @@ from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA
 from pytest_agentbench.metrics import Attempt, metrics
 from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict
 from pytest_agentbench.record import schemas
-from pytest_agentbench.record.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload
-from pytest_agentbench.record.controller import ATTEMPT_FIELDS, SUMMARY_SCHEMA
+from pytest_agentbench.plugin.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload
+from pytest_agentbench.plugin.controller import ATTEMPT_FIELDS, SUMMARY_SCHEMA
 from pytest_agentbench.record.models import RECORD_MODELS, AttemptSummary, ResultRecord, Status
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
@@ -348,14 +348,14 @@ ACTIONS = [
 
 @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.type)
 def test_action_json_is_the_models_dump(action):
-    from pytest_agentbench.record.artifacts import action_json
+    from pytest_agentbench.plugin.artifacts import action_json
 
     assert action_json(action) == action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     assert set(vars(action)) == set(Action.model_fields)  # the builder reads the fields from __dict__
 
 
 def test_criterion_json_is_the_models_dump():
-    from pytest_agentbench.record.artifacts import criterion_json
+    from pytest_agentbench.plugin.artifacts import criterion_json
 
     for criterion in (Criterion(name="a", passed=True), Criterion(name="b", passed=None, detail="d", expected=3,
                                                                    actual={"x": (1, 2), "when": b"x"})):
@@ -365,7 +365,7 @@ def test_criterion_json_is_the_models_dump():
 
 
 def test_task_from_item_builds_the_validated_task():
-    from pytest_agentbench.session import _TASK_DEFAULTS, TASK_KEY, task_from_item
+    from pytest_agentbench.plugin.session import _TASK_DEFAULTS, TASK_KEY, task_from_item
 
     assert set(_TASK_DEFAULTS) == set(Task.model_fields) - {"task_id"}
     for name, default in _TASK_DEFAULTS.items():

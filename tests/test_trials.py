@@ -9,7 +9,7 @@ import pytest
 
 from conftest import QUIET, only_run_folder, results, run_folders
 from pytest_agentbench import stats
-from pytest_agentbench.trials import trial_seed
+from pytest_agentbench.plugin.trials import trial_seed
 
 # A deliberately flaky benchmark: task i succeeds with probability P[i], decided by the agent's
 # per-trial seed, so a run's verdicts are a fixed function of --bench-trial-seed.

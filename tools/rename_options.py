@@ -2,7 +2,7 @@
 (``--bench-limit``, ``--bench-agent``, ``--bench-dry-run``...) in the project's tests, docs,
 examples, benchmark scripts, CI files and the package's own messages.
 
-The old -> new table is the option table's (``pytest_agentbench.options.OPTIONS``), so this script
+The old -> new table is the option table's (``pytest_agentbench.plugin.options.OPTIONS``), so this script
 and the plugin never disagree. Usage, from the repository root::
 
     python tools/rename_options.py          # rewrite, and list the files changed
@@ -45,7 +45,7 @@ SUFFIXES = {".py", ".md", ".rst", ".txt", ".ini", ".toml", ".cfg", ".yml", ".yam
 #: Folders holding programs with options of their own (see ``declared_elsewhere``).
 PROGRAMS = ("benchmarks", "pytest_agentbench")
 #: Files that name the old spellings on purpose.
-KEEP = {"pytest_agentbench/options.py", "tests/test_option_table.py", "tools/rename_options.py"}
+KEEP = {"pytest_agentbench/plugin/options.py", "tests/test_option_table.py", "tools/rename_options.py"}
 OFF, ON = "rename_options: off", "rename_options: on"
 _DECLARED = re.compile(r"""add_argument\(\s*["'](--[a-z][a-z0-9-]*)["']""")
 _PYTEST_LINE = re.compile(r"\bpytest\b|--bench\b|--audit-verifier\b")
@@ -54,7 +54,7 @@ _RUNS_SCRIPT = re.compile(r"benchmarks/\w+\.py|appworld_worker")
 
 def old_to_new() -> dict[str, str]:
     sys.path.insert(0, str(ROOT))
-    from pytest_agentbench.options import OLD_SPELLINGS
+    from pytest_agentbench.plugin.options import OLD_SPELLINGS
 
     table = {old: opt.flag for old, opt in OLD_SPELLINGS.items()}
     for new in table.values():  # what makes a second run a no-op

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..agent import Agent
-from ..model import Action, Observation, Task
+from pytest_agentbench.agent import Agent
+from pytest_agentbench.model import Action, Observation, Task
 
 
 def _find(tree: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
@@ -102,7 +102,7 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
             try:
                 parsed.append(Action.model_validate(raw))
             except ValidationError as exc:
-                from .replay import json_line
+                from pytest_agentbench.agents.replay import json_line
 
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "action"

@@ -71,15 +71,15 @@ import struct
 import warnings
 from typing import TYPE_CHECKING, Any, cast
 
-from ..agent import Agent, StepEstimate, Usage
-from ..model import Action, Observation, Task
-from . import prices
+from pytest_agentbench.agent import Agent, StepEstimate, Usage
+from pytest_agentbench.model import Action, Observation, Task
+from pytest_agentbench.agents import prices
 
 if TYPE_CHECKING:
     import pytest
     from anthropic.types.beta import BetaMessageParam, BetaToolUnionParam
 
-    from ..model import ActionType
+    from pytest_agentbench.model import ActionType
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_TIMEOUT = 120.0
@@ -208,7 +208,7 @@ def estimate_for(config: pytest.Config | None, screen: tuple[int, int]) -> StepE
     API key and no SDK needed."""
     model = DEFAULT_MODEL
     if config is not None:
-        from ..options import setting
+        from pytest_agentbench.plugin.options import setting
 
         model = setting(config, "agent_model") or DEFAULT_MODEL
     return step_estimate(model, screen)
@@ -714,7 +714,7 @@ def make_agent(config: pytest.Config | None) -> ClaudeAgent:
     except ImportError:
         raise pytest.UsageError("--bench-agent api-claude needs the anthropic package: "
                                 "pip install 'pytest-agentbench[claude]'") from None
-    from ..options import setting
+    from pytest_agentbench.plugin.options import setting
 
     model = (setting(config, "agent_model") if config is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model):

@@ -38,14 +38,14 @@ import httpx
 import tenacity
 from pydantic import ValidationError
 
-from ..agent import Agent, Usage
-from ..infra.retry import call_with_retries
-from ..model import Action
+from pytest_agentbench.agent import Agent, Usage
+from pytest_agentbench.infra.retry import call_with_retries
+from pytest_agentbench.model import Action
 
 if TYPE_CHECKING:
     import pytest
 
-    from ..model import Observation, Task
+    from pytest_agentbench.model import Observation, Task
 
 DEFAULT_TIMEOUT = 60.0
 #: Statuses that mean "try again shortly" (overloaded, restarting, behind a proxy that lost it).
@@ -338,7 +338,7 @@ def make_agent(config: pytest.Config | None) -> HttpAgent:
     a server that is not running stops the run before any task starts."""
     import pytest
 
-    from ..options import setting
+    from pytest_agentbench.plugin.options import setting
 
     url = setting(config, "agent_url") if config is not None else None
     if not url:

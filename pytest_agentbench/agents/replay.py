@@ -22,8 +22,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..agent import Agent
-from ..model import Action, Observation, Task
+from pytest_agentbench.agent import Agent
+from pytest_agentbench.model import Action, Observation, Task
 
 #: Accepted values of a workflow's ``schema`` key (it may be left out).
 SCHEMAS = ("pytest-agentbench/workflow/v1", "pytest-agentbench/mockmed-workflow/v1")
@@ -478,7 +478,7 @@ def make_agent(config: Any) -> ReplayAgent:
     usage error before anything runs."""
     import pytest
 
-    from ..options import setting
+    from pytest_agentbench.plugin.options import setting
 
     given = setting(config, "replay_bundles") if config is not None else None
     if not given:

@@ -6,9 +6,9 @@ differs from the unedited run's is a false accept. Usable without pytest (:func:
 pytest plugin turns each task x operator into an item.
 """
 
-from .engine import AuditResult, TaskResult, audit, audit_task
-from .model import DEFAULT_POLICY, CallPolicy, Delivery, Edit, Reference, Run, RunResult
-from .operators import OPERATOR_CLASS, OPERATORS, apply_operator
+from pytest_agentbench.audit.engine import AuditResult, TaskResult, audit, audit_task
+from pytest_agentbench.audit.model import DEFAULT_POLICY, CallPolicy, Delivery, Edit, Reference, Run, RunResult
+from pytest_agentbench.audit.operators import OPERATOR_CLASS, OPERATORS, apply_operator
 
 __all__ = [
     "DEFAULT_POLICY", "OPERATORS", "OPERATOR_CLASS", "AuditResult", "CallPolicy", "Delivery", "Edit",

@@ -24,9 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .effects import Ignore, compare
-from .model import FAIL, PASS, RUN_CLASS_TEXT, Run, RunResult
-from .operators import OPERATOR_CLASS, OPERATORS, apply_operator, write_indexes
+from pytest_agentbench.audit.effects import Ignore, compare
+from pytest_agentbench.audit.model import FAIL, PASS, RUN_CLASS_TEXT, Run, RunResult
+from pytest_agentbench.audit.operators import OPERATOR_CLASS, OPERATORS, apply_operator, write_indexes
 
 SCHEMA = "pytest-agentbench/verifier-audit/v1"
 
@@ -58,7 +58,7 @@ def _error(exc: BaseException) -> str:
 
 
 def _policy(adapter: Any) -> Any:
-    from .model import DEFAULT_POLICY
+    from pytest_agentbench.audit.model import DEFAULT_POLICY
 
     return getattr(adapter, "policy", None) or DEFAULT_POLICY
 

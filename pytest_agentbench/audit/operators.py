@@ -16,8 +16,8 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .effects import Ignore, compare
-from .model import Call, CallPolicy, Delivery, Edit, Run, endpoint
+from pytest_agentbench.audit.effects import Ignore, compare
+from pytest_agentbench.audit.model import Call, CallPolicy, Delivery, Edit, Run, endpoint
 
 OPERATORS: tuple[str, ...] = ("claim-only", "omit", "partial", "wrong-value", "extra", "extra-ni")
 OPERATOR_CLASS: dict[str, str] = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .model import RUN_CLASS_TEXT
-from .operators import OPERATOR_CLASS
+from pytest_agentbench.audit.model import RUN_CLASS_TEXT
+from pytest_agentbench.audit.operators import OPERATOR_CLASS
 
 COLUMNS = (("killed", "killed"), ("false-accept", "false accept"), ("equivalent", "equivalent"),
            ("unconfirmed", "unconfirmed"), ("refused", "refused"), ("not-delivered", "error"), ("invalid", "invalid"))

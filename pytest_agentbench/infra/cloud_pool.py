@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cloud_init
-from .prices import hourly_price, vm_hours
-from .providers.base import CREATED_TAG, RUN_TAG, VM, Provider, ProviderError, VMSpec
-from .signals import held_signals
+from pytest_agentbench.infra import cloud_init
+from pytest_agentbench.infra.prices import hourly_price, vm_hours
+from pytest_agentbench.infra.providers.base import CREATED_TAG, RUN_TAG, VM, Provider, ProviderError, VMSpec
+from pytest_agentbench.infra.signals import held_signals
 
 Lease = dict[str, Any]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..benchmark import InfrastructureError
+from pytest_agentbench.benchmark import InfrastructureError
 
 
 class VMConnection:
@@ -53,7 +53,7 @@ class VMConnection:
         return self._open_tunnel(waa, evaluate, cdp)
 
     def _open_tunnel(self, waa: int, evaluate: int, cdp: int) -> dict[str, str | None]:
-        from .tunnel import SSHTunnel, TunnelError
+        from pytest_agentbench.infra.tunnel import SSHTunnel, TunnelError
 
         host = self._address()
         last = ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..values import url
+from pytest_agentbench.values import url
 
 Lease = dict[str, Any]
 

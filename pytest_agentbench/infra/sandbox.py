@@ -384,7 +384,7 @@ class Sandbox:
     def place(self, source: str | Path, sandbox_path: str) -> Path:
         """Copy the host file ``source`` to ``sandbox_path`` (parents made, mode kept), replacing
         whatever is there without following a symlink on the way."""
-        from . import safefs
+        from pytest_agentbench.infra import safefs
 
         host, rel = self._file_target(sandbox_path)
         safefs.copy_in(source, host, rel, owner=self.owner)
@@ -392,7 +392,7 @@ class Sandbox:
 
     def mkdir(self, sandbox_path: str, mode: int = 0o755) -> Path:
         """Make the folder ``sandbox_path`` (and its parents), replacing symlinks or files in the way."""
-        from . import safefs
+        from pytest_agentbench.infra import safefs
 
         host, rel = self._split(sandbox_path)
         with safefs.open_dir(host, rel, create=True, owner=self.owner) as fd:
@@ -402,14 +402,14 @@ class Sandbox:
     def read(self, sandbox_path: str, limit: int) -> bytes:
         """The bytes of the regular file at ``sandbox_path``; ``OSError`` for a symlink, anything
         not a regular file, or over ``limit`` bytes."""
-        from . import safefs
+        from pytest_agentbench.infra import safefs
 
         host, rel = self._file_target(sandbox_path)
         return safefs.read_file(host, rel, limit)
 
     def remove(self, sandbox_path: str) -> bool:
         """Remove whatever is at ``sandbox_path`` (no symlink followed); True when there was something."""
-        from . import safefs
+        from pytest_agentbench.infra import safefs
 
         host, rel = self._file_target(sandbox_path)
         return safefs.remove(host, rel)
@@ -434,7 +434,7 @@ class Sandbox:
 
     def write(self, sandbox_path: str, data: str | bytes, mode: int = 0o644) -> Path:
         """Write ``data`` to ``sandbox_path`` as a fresh file, without following a symlink on the way."""
-        from . import safefs
+        from pytest_agentbench.infra import safefs
 
         host, rel = self._file_target(sandbox_path)
         payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -764,7 +764,7 @@ def session_limits(config: pytest.Config) -> Limits:
     The values were checked at configure time; one still bad here is a usage error."""
     import argparse
 
-    from ..options import SANDBOX_LIMIT_TYPES
+    from pytest_agentbench.plugin.options import SANDBOX_LIMIT_TYPES
 
     values: dict[str, int] = {}
     for field_name in ("memory_mb", "max_procs", "output_mb"):

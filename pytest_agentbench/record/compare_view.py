@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..compare import STATUSES, compare_records, grep_line, load_run
-from .viewer_page import asset, csp_hash
+from pytest_agentbench.compare import STATUSES, compare_records, grep_line, load_run
+from pytest_agentbench.record.viewer_page import asset, csp_hash
 
 
 def _e(value: Any) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Union
 
-from .. import metrics as m
+from pytest_agentbench import metrics as m
 
 #: Inspect's eval log format version written here.
 LOG_VERSION = 2

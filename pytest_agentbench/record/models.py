@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from ..model import Action, Criterion, ErrorType, Task, Verdict
-from ..outcomes import OutcomeKind
+from pytest_agentbench.model import Action, Criterion, ErrorType, Task, Verdict
+from pytest_agentbench.outcomes import OutcomeKind
 
 #: An item's final pytest outcome, as ``controller.status_of`` words it.
 Status = Literal["passed", "failed", "skipped", "error", "xfailed", "xpassed"]

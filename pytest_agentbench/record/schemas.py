@@ -101,7 +101,7 @@ def _def_name(name: str) -> str:
 
 def record_schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of one record kind (``result``, ``trajectory``, ``manifest``, ``summary``)."""
-    from .models import RECORD_MODELS
+    from pytest_agentbench.record.models import RECORD_MODELS
 
     model = RECORD_MODELS[kind]
     # Serialization mode: the schema describes what the writers write (every field of a criterion,
@@ -128,7 +128,7 @@ def schema_path(kind: str, folder: Path = SCHEMA_DIR) -> Path:
 
 def stale(folder: Path = SCHEMA_DIR) -> list[Path]:
     """The shipped files that differ from what the models generate (missing ones included)."""
-    from .models import RECORD_MODELS
+    from pytest_agentbench.record.models import RECORD_MODELS
 
     out = []
     for kind in RECORD_MODELS:
@@ -140,7 +140,7 @@ def stale(folder: Path = SCHEMA_DIR) -> list[Path]:
 
 def write_schemas(folder: Path = SCHEMA_DIR) -> list[Path]:
     """Write every ``<kind>.schema.json`` into ``folder``; return the paths written."""
-    from .models import RECORD_MODELS
+    from pytest_agentbench.record.models import RECORD_MODELS
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []

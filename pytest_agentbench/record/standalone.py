@@ -6,10 +6,10 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from .. import metrics as m
-from .artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA
-from .controller import SUMMARY_SCHEMA
-from .runfolder import RunFolder, default_run_name
+from pytest_agentbench import metrics as m
+from pytest_agentbench.plugin.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA
+from pytest_agentbench.plugin.controller import SUMMARY_SCHEMA
+from pytest_agentbench.record.runfolder import RunFolder, default_run_name
 
 
 def _status(record: Any) -> str:
@@ -25,14 +25,14 @@ def _status(record: Any) -> str:
 
 def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, tasks: list[Any],
               results: list[Any]) -> RunFolder:
-    from ..episode import _agent_name
+    from pytest_agentbench.episode import _agent_name
 
     agent_name = _agent_name(agent)
     folder = RunFolder.create(results_dir, run_name or default_run_name([bench.name], agent_name))
     records = []
     for task, record in zip(tasks, results):
         if not hasattr(task, "model_dump"):  # an unknown id: record it as a bare task
-            from ..model import Task
+            from pytest_agentbench.model import Task
 
             task = Task(task_id=str(task), benchmark=bench.name)
         task_json = task.model_dump(mode="json")
@@ -75,7 +75,7 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
         "tasks": [{k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
                                          "num_steps", "error", "error_type", "reason", "trajectory")} for r in records],
     })
-    from .viewer import write_viewer
+    from pytest_agentbench.record.viewer import write_viewer
 
     write_viewer(folder.path)
     return folder

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import stats
-from ..metrics import format_rate
+from pytest_agentbench import stats
+from pytest_agentbench.metrics import format_rate
 
 METHODS = {"wilson": "Wilson", "bootstrap-tasks": "bootstrap over tasks"}
 

@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from .viewer_data import RunView, collect, embed_json, escape_json_text
-from .viewer_page import render_html
+from pytest_agentbench.record.viewer_data import RunView, collect, embed_json, escape_json_text
+from pytest_agentbench.record.viewer_page import render_html
 
 __all__ = ["RUN_FILES", "VIEWER_NAME", "RunView", "collect", "embed_json", "escape_json_text", "main",
            "render_html", "write_viewer"]
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a second run: write RUN_B/compare-<RUN_DIR>.html comparing RUN_B with RUN_DIR instead")
     args = parser.parse_args(argv)
     if args.other is not None:
-        from .compare_view import main_compare
+        from pytest_agentbench.record.compare_view import main_compare
 
         return main_compare(args.run_dir, args.other)
     run = Path(args.run_dir)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import metrics as m
-from .runfolder import task_slug
-from .stats_report import viewer_statistics
+from pytest_agentbench import metrics as m
+from pytest_agentbench.record.runfolder import task_slug
+from pytest_agentbench.record.stats_report import viewer_statistics
 
 #: A trajectory bigger than this is linked, not embedded, so one runaway agent log cannot make
 #: the page too heavy to open.

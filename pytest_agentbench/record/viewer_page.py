@@ -17,7 +17,7 @@ import re
 from functools import cache, lru_cache
 from importlib import resources
 
-from .viewer_data import RunView, embed_json
+from pytest_agentbench.record.viewer_data import RunView, embed_json
 
 _PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA|RESULTS|TRAJECTORIES)__")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .waa_server import FakeWAAServer
+from pytest_agentbench.testing.waa_server import FakeWAAServer
 
 #: WAA's notepad task: write "This is a draft." and save it as Documents\draft.txt.
 NOTEPAD_TASK = "366de66e-cbae-4d72-b042-26390db2b145-WOS"

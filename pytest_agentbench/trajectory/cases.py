@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .model import TestCase, Trace, TraceFormatError, case_problems
+from pytest_agentbench.trajectory.model import TestCase, Trace, TraceFormatError, case_problems
 
 CASE_SUFFIX = ".case.json"
 #: Trace files found next to a case by name, in the order they are looked for.
@@ -297,7 +297,7 @@ def _format_of(path: Path) -> tuple[str, Any]:
 def _read_text(path: Path, error: type[Exception]) -> str:
     """A case or trace file's UTF-8 text, read with one open. The files are untrusted: one bigger
     than a trace may be is refused unread."""
-    from .adapters import MAX_TRACE_BYTES
+    from pytest_agentbench.trajectory.adapters import MAX_TRACE_BYTES
 
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
@@ -354,7 +354,7 @@ def _read_openai(path: Path, case: Case, data: Any) -> Trace:
         data = data["messages"]
     if not isinstance(data, list):
         raise CaseError(f"{shown(path)}: an OpenAI trace is a list of chat messages, got {_kind(data)}")
-    from .adapters import from_openai_messages
+    from pytest_agentbench.trajectory.adapters import from_openai_messages
 
     trace = _adapt(path, from_openai_messages, data, task_id=case.case.task_id,
                    final_output=extra.get("final_output"), input_text=extra.get("input"))
@@ -369,19 +369,19 @@ def _read_langchain(path: Path, case: Case, data: Any) -> Trace:
     data = _json(path, data)
     if not isinstance(data, dict):
         raise CaseError(f"{shown(path)}: a LangChain trace is a run tree (a JSON object), got {_kind(data)}")
-    from .adapters import from_langchain_run
+    from pytest_agentbench.trajectory.adapters import from_langchain_run
 
     return _adapt(path, from_langchain_run, data, task_id=case.case.task_id)
 
 
 def _read_fixtura(path: Path, case: Case, data: Any) -> Trace:
-    from .adapters import from_fixtura_trace
+    from pytest_agentbench.trajectory.adapters import from_fixtura_trace
 
     return _adapt(path, from_fixtura_trace, Path(shown(path)), task_id=case.case.task_id)
 
 
 def _read_run_record(path: Path, case: Case, data: Any) -> Trace:
-    from .adapters import from_run_record
+    from pytest_agentbench.trajectory.adapters import from_run_record
 
     data = _json(path, data)
     if not isinstance(data, dict):

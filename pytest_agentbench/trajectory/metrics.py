@@ -24,17 +24,7 @@ from collections.abc import Callable
 from itertools import islice
 from types import MemberDescriptorType
 
-from .model import (
-    DIVERGENCE_CHECKED,
-    DURATION_SECONDS,
-    FINGERPRINT,
-    FINGERPRINT_VERDICT,
-    VERDICT,
-    MetricResult,
-    TestCase,
-    Trace,
-    expected_calls_problem,
-)
+from pytest_agentbench.trajectory.model import DIVERGENCE_CHECKED, DURATION_SECONDS, FINGERPRINT, FINGERPRINT_VERDICT, VERDICT, MetricResult, TestCase, Trace, expected_calls_problem
 
 Metric = Callable[[Trace, TestCase], MetricResult]
 

@@ -59,7 +59,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..model import DEFAULT_POLICY, Delivery, Reference, Run
+from pytest_agentbench.audit.model import DEFAULT_POLICY, Delivery, Reference, Run
 
 WORKER = Path(__file__).with_name("appworld_worker.py")
 DEFAULT_SPLIT = "train"
@@ -242,7 +242,7 @@ class AppWorldAdapter:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _spawn(self, cmd: str, argv: list[str]) -> tuple[int, str]:
-        from ...workers import WorkerTimeout, run_worker
+        from pytest_agentbench.workers import WorkerTimeout, run_worker
 
         env = dict(os.environ, APPWORLD_ROOT=self.root)
         try:

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import DEFAULT_POLICY, FAIL, PASS, Call, Delivery, Reference, Run
+from pytest_agentbench.audit.model import DEFAULT_POLICY, FAIL, PASS, Call, Delivery, Reference, Run
 
 TOKEN = "toy-access-token"
 CONTACTS = ("ana@example.com", "ben@example.com", "chen@example.com")

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pytest
 
-    from .suite import ExtraDup
+    from pytest_agentbench.plugin.suites import ExtraDup
 
 
 def make_provider(config: pytest.Config | None) -> ExtraDup:
     """The suite provider (``registry.register_suite`` factory)."""
-    from .suite import ExtraDup
+    from pytest_agentbench.plugin.suites import ExtraDup
 
     if config is None:
         raise ValueError("the extradup benchmark needs a pytest config")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..mockmed.store import ENCOUNTER_FIELDS, Store
+from pytest_agentbench.benches.mockmed.store import ENCOUNTER_FIELDS, Store
 
 #: One seed per trial; the seed picks the banner's wording and nothing else.
 SEEDS: tuple[int, ...] = (101, 202, 303)

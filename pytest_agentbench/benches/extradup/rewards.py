@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .cells import Evidence, StoreUnavailable
+from pytest_agentbench.benches.extradup.cells import Evidence, StoreUnavailable
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -89,7 +89,7 @@ def load_reward(spec: str, rootdir: str | None = None) -> Reward | None:
         raise _usage(f"unknown reward {spec!r} in --bench-reward; built-in rewards: {known}; or give module:callable")
     if not module_name or not attr:
         raise _usage(f"--bench-reward {spec!r}: use module:callable (built-in rewards: {known})")
-    from ...loading import LoadError, import_callable
+    from pytest_agentbench.loading import LoadError, import_callable
 
     try:
         target = import_callable(module_name, attr, rootdir)

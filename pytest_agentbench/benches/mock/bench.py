@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...benchmark import Benchmark
-from ...model import Action, Criterion, Observation, Task, Verdict
+from pytest_agentbench.benchmark import Benchmark
+from pytest_agentbench.model import Action, Criterion, Observation, Task, Verdict
 
 #: The Windows Agent Arena domains, in the reference tool's order; mock tasks use the first three
 #: unless told otherwise.

@@ -10,7 +10,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .app import CONDITIONS, serve
+from pytest_agentbench.benches.mockmed.app import CONDITIONS, serve
 
 
 def main(argv: list[str] | None = None) -> int:

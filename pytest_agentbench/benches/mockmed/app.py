@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .store import ENCOUNTER_TYPES, Store
+from pytest_agentbench.benches.mockmed.store import ENCOUNTER_TYPES, Store
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...agent import Agent
-from ...agents.replay import ReplayAgent, banner, heading, load_workflow, row_key, walk
-from ...agents.replay import center as _center
-from ...model import Action, Observation, Task
+from pytest_agentbench.agent import Agent
+from pytest_agentbench.agents.replay import ReplayAgent, banner, heading, load_workflow, row_key, walk
+from pytest_agentbench.agents.replay import center as _center
+from pytest_agentbench.model import Action, Observation, Task
 
 USERNAME = "nurse.demo"
 PASSWORD = "mockmed-demo-pass"

@@ -16,24 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...benchmark import Benchmark, InfrastructureError
-from ...model import Action, Criterion, Observation, Task, Verdict
-from .arms import (
-    ARMS,
-    GOLD_NOTE,
-    GOLD_PATIENT,
-    GOLD_TYPE,
-    CompiledReplay,
-    banner,
-    record_workflow,
-    script_by_name,
-    script_by_position,
-)
+from pytest_agentbench.benchmark import Benchmark, InfrastructureError
+from pytest_agentbench.model import Action, Criterion, Observation, Task, Verdict
+from pytest_agentbench.benches.mockmed.arms import ARMS, GOLD_NOTE, GOLD_PATIENT, GOLD_TYPE, CompiledReplay, banner, record_workflow, script_by_name, script_by_position
 
 if TYPE_CHECKING:
-    from .app import MockMedServer
-    from .driver import Driver
-    from .store import Store
+    from pytest_agentbench.benches.mockmed.app import MockMedServer
+    from pytest_agentbench.benches.mockmed.driver import Driver
+    from pytest_agentbench.benches.mockmed.store import Store
 
 CONDITIONS = ("clean", "theme", "rename")
 RUNS = 3
@@ -58,7 +48,7 @@ class MockMedBenchmark(Benchmark):
         if driver not in ("headless", "browser"):
             raise ValueError(f"unknown MockMed driver {driver!r}; valid: headless, browser")
         if driver == "browser":
-            from .driver import browser_problem
+            from pytest_agentbench.benches.mockmed.driver import browser_problem
 
             problem = browser_problem()
             if problem:
@@ -145,8 +135,8 @@ class MockMedBenchmark(Benchmark):
 
     # -- environment -----------------------------------------------------------------------------
     def _start(self, condition: str) -> Observation:
-        from .app import serve
-        from .store import Store
+        from pytest_agentbench.benches.mockmed.app import serve
+        from pytest_agentbench.benches.mockmed.store import Store
 
         self._stop()
         self._folder = Path(tempfile.mkdtemp(prefix="agentbench-mockmed-"))
@@ -160,7 +150,7 @@ class MockMedBenchmark(Benchmark):
             raise InfrastructureError(f"MockMed did not start: {exc}") from exc
 
     def _make_driver(self, url: str) -> Driver:
-        from . import driver
+        from pytest_agentbench.benches.mockmed import driver
 
         if self.driver_kind == "browser":
             return driver.PlaywrightDriver(url)

@@ -28,20 +28,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...agent import Agent
-from ...benchmark import Benchmark, EvaluationError, InfrastructureError
-from ...model import Action, Observation, Verdict
-from .checks import DEFAULT_TIMEOUT, Judge, install_verifier, run_checks, verifier_script
-from .tasks import BENCHMARK, BROKEN, OpenComputerTaskError, broken_task, load_tasks, read_task, resolve_tasks_dir
+from pytest_agentbench.agent import Agent
+from pytest_agentbench.benchmark import Benchmark, EvaluationError, InfrastructureError
+from pytest_agentbench.model import Action, Observation, Verdict
+from pytest_agentbench.benches.opencomputer.checks import DEFAULT_TIMEOUT, Judge, install_verifier, run_checks, verifier_script
+from pytest_agentbench.benches.opencomputer.tasks import BENCHMARK, BROKEN, OpenComputerTaskError, broken_task, load_tasks, read_task, resolve_tasks_dir
 
 if TYPE_CHECKING:
     import pytest
 
-    from ...infra.sandbox import Isolation, Limits, Sandbox
-    from ...model import Task
-    from .desktop import Desktop
-    from .harness import Harness
-    from .image import ImagePython
+    from pytest_agentbench.infra.sandbox import Isolation, Limits, Sandbox
+    from pytest_agentbench.model import Task
+    from pytest_agentbench.benches.opencomputer.desktop import Desktop
+    from pytest_agentbench.benches.opencomputer.harness import Harness
+    from pytest_agentbench.benches.opencomputer.image import ImagePython
 
 
 class StandIn(Agent):
@@ -76,7 +76,7 @@ class OpenComputerBenchmark(Benchmark):
         sandbox_base: str | Path | None = None,
         limits: Limits | None = None,
     ) -> None:
-        from .harness import find_checkout
+        from pytest_agentbench.benches.opencomputer.harness import find_checkout
 
         self.tasks_arg = Path(tasks_dir)
         #: the OpenComputer checkout --opencomputer-tasks names (None for a bare tasks folder)
@@ -121,11 +121,11 @@ class OpenComputerBenchmark(Benchmark):
 
         if config is None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
-        from ...infra.sandbox import isolation_mode, session_isolation, session_limits
-        from .checks import load_judge
-        from .harness import find_checkout
-        from .image import ImageError, choose_python
-        from .options import opencomputer_settings
+        from pytest_agentbench.infra.sandbox import isolation_mode, session_isolation, session_limits
+        from pytest_agentbench.benches.opencomputer.checks import load_judge
+        from pytest_agentbench.benches.opencomputer.harness import find_checkout
+        from pytest_agentbench.benches.opencomputer.image import ImageError, choose_python
+        from pytest_agentbench.benches.opencomputer.options import opencomputer_settings
 
         settings = opencomputer_settings(config)
         if settings.tasks is None:
@@ -182,7 +182,7 @@ class OpenComputerBenchmark(Benchmark):
         if self._tasks is None:
             self._tasks, self._left_out = load_tasks(self.tasks_dir)
             if self._left_out:
-                from .tasks import OpenComputerWarning
+                from pytest_agentbench.benches.opencomputer.tasks import OpenComputerWarning
 
                 more = f" (and {len(self._left_out) - 1} more)" if len(self._left_out) > 1 else ""
                 warnings.warn(OpenComputerWarning(f"left out: {self._left_out[0]}{more}"), stacklevel=2)
@@ -209,7 +209,7 @@ class OpenComputerBenchmark(Benchmark):
             elif source is not None:
                 self._isolation = source
             else:
-                from ...infra.sandbox import SandboxWarning, choose_isolation
+                from pytest_agentbench.infra.sandbox import SandboxWarning, choose_isolation
 
                 self._isolation = choose_isolation("auto")
                 if self._isolation.reason:
@@ -224,7 +224,7 @@ class OpenComputerBenchmark(Benchmark):
             return None
         if self.harness_choice == "auto" and not self.isolation.isolated:
             return None  # its commands need the sandbox's /home/user: the built-in checker instead
-        from .harness import Harness
+        from pytest_agentbench.benches.opencomputer.harness import Harness
 
         return Harness(self.checkout, self.verifiers_dir or self.checkout / "verifiers")
 
@@ -232,14 +232,14 @@ class OpenComputerBenchmark(Benchmark):
     def python(self) -> ImagePython:
         """The sandbox's ``python3`` (``image.py``), chosen once."""
         if self._python is None:
-            from .image import choose_python
+            from pytest_agentbench.benches.opencomputer.image import choose_python
 
             self._python = choose_python(self.python_choice)
         return self._python
 
     def _new_sandbox(self, **options: Any) -> Sandbox:
-        from ...infra.sandbox import Sandbox
-        from .image import ENV, UID
+        from pytest_agentbench.infra.sandbox import Sandbox
+        from pytest_agentbench.benches.opencomputer.image import ENV, UID
 
         self._close_sandbox()
         files = options.pop("files", [])
@@ -263,8 +263,8 @@ class OpenComputerBenchmark(Benchmark):
     def app_unavailable(self, app: str) -> str | None:
         """Why an agent cannot play ``app`` here (None when it can); looked up once per app."""
         if app not in self._unavailable:
-            from ...infra.sandbox import SANDBOX_PATH
-            from .desktop import unavailable
+            from pytest_agentbench.infra.sandbox import SANDBOX_PATH
+            from pytest_agentbench.benches.opencomputer.desktop import unavailable
 
             path = SANDBOX_PATH if self.isolation.isolated else None
             reason = unavailable(app, search_path=path)
@@ -294,12 +294,12 @@ class OpenComputerBenchmark(Benchmark):
         data = task.raw_config
         harness = self.harness
         if harness is None:
-            from . import environment
+            from pytest_agentbench.benches.opencomputer import environment
 
             environment.prepare(sandbox, self.tasks_dir / task.task_id, data)
             self.last_setup = ["builtin prepare"]
             return
-        from .harness import HarnessError
+        from pytest_agentbench.benches.opencomputer.harness import HarnessError
 
         try:
             self.last_setup = harness.setup(sandbox, self.tasks_dir / task.task_id, data)
@@ -314,7 +314,7 @@ class OpenComputerBenchmark(Benchmark):
         if BROKEN in data:
             raise InfrastructureError(str(data[BROKEN]))
         if self.end_state_dir is not None:
-            from . import environment
+            from pytest_agentbench.benches.opencomputer import environment
 
             end_state = environment.find_end_state(self.end_state_dir, task.task_id)
             if end_state is None:
@@ -331,7 +331,7 @@ class OpenComputerBenchmark(Benchmark):
         self._skip = self.app_unavailable(task.domain)
         if self._skip is not None:
             return Observation(app_name=task.domain)
-        from .desktop import Desktop, sandbox_options
+        from pytest_agentbench.benches.opencomputer.desktop import Desktop, sandbox_options
 
         sandbox = self._new_sandbox(**sandbox_options())
         self._prepare(sandbox, task)
@@ -339,7 +339,7 @@ class OpenComputerBenchmark(Benchmark):
         command = None
         harness = self.harness
         if harness is not None:
-            from .harness import HarnessError
+            from pytest_agentbench.benches.opencomputer.harness import HarnessError
 
             try:
                 command = harness.launch_command(sandbox, self.tasks_dir / task.task_id, data)
@@ -359,7 +359,7 @@ class OpenComputerBenchmark(Benchmark):
             return Verdict(score=0.0, passed=None, reason=self._skip)
         if self.sandbox is None:
             raise EvaluationError(f"task {task.task_id} has no sandbox to grade (reset was not called)")
-        from .grading import verdict
+        from pytest_agentbench.benches.opencomputer.grading import verdict
 
         app = task.raw_config["app"]
         if self.verifiers_dir is None:
@@ -373,7 +373,7 @@ class OpenComputerBenchmark(Benchmark):
         checks = task.raw_config["verification"]
         harness = self.harness
         if harness is not None:
-            from .harness import HarnessError
+            from pytest_agentbench.benches.opencomputer.harness import HarnessError
 
             try:
                 details = harness.verify(self.sandbox, self.tasks_dir / task.task_id, task.raw_config,

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .tasks import check_kind
+from pytest_agentbench.benches.opencomputer.tasks import check_kind
 
 if TYPE_CHECKING:
-    from ...infra.sandbox import Sandbox
+    from pytest_agentbench.infra.sandbox import Sandbox
 
 #: Where the app's verifier is placed inside the sandbox (OpenComputer's path).
 VERIFIER_DIR = "/home/user/verifiers"
@@ -209,7 +209,7 @@ def run_checks(sandbox: Sandbox, verifier: str, checks: list[dict[str, Any]], *,
 def load_judge(spec: str, rootdir: str | None = None) -> Judge:
     """``module:callable`` importable from installed packages, the rootdir or the current folder.
     ``ValueError`` naming the spec when it cannot be loaded or is not callable."""
-    from ...loading import LoadError, import_callable
+    from pytest_agentbench.loading import LoadError, import_callable
 
     module_name, colon, attr = spec.strip().partition(":")
     if not colon or not module_name or not attr:

@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...model import Observation
+from pytest_agentbench.model import Observation
 
 if TYPE_CHECKING:
-    from ...infra.sandbox import Sandbox
-    from ...model import Action
+    from pytest_agentbench.infra.sandbox import Sandbox
+    from pytest_agentbench.model import Action
 
 SCREEN = (1920, 1080)
 PREAMBLE = "import pyautogui; import pyperclip; import time; pyautogui.FAILSAFE = False; "
@@ -163,7 +163,7 @@ class Desktop:
         ``bash -lc``) when given, else the launcher table's."""
         probe = sandbox.run(["python3", "-c", "import pyautogui, pyperclip"], timeout=ACTION_TIMEOUT)
         if not probe.ok:
-            from ...benchmark import InfrastructureError
+            from pytest_agentbench.benchmark import InfrastructureError
 
             raise InfrastructureError("pyautogui and pyperclip must be importable by the sandbox's python3 to "
                                       f"play on the desktop: {probe.summary()}")
@@ -186,13 +186,13 @@ class Desktop:
             argv = ["python3", "-c", f"import pyautogui; pyautogui.screenshot({SCREENSHOT!r})"]
         done = sandbox.run(argv, timeout=ACTION_TIMEOUT)
         if not done.ok:
-            from ...benchmark import InfrastructureError
+            from pytest_agentbench.benchmark import InfrastructureError
 
             raise InfrastructureError(f"screenshot failed: {done.summary()}")
         try:
             png = sandbox.read(SCREENSHOT, MAX_SCREENSHOT_BYTES)
         except OSError as exc:
-            from ...benchmark import InfrastructureError
+            from pytest_agentbench.benchmark import InfrastructureError
 
             raise InfrastructureError(f"screenshot {SCREENSHOT} cannot be read: {exc.strerror or exc}") from None
         return Observation(screenshot=png, app_name=self.app, viewport=self.screen)
@@ -200,6 +200,6 @@ class Desktop:
     def act(self, sandbox: Sandbox, action: Action) -> None:
         done = sandbox.run(["python3", "-c", PREAMBLE + to_pyautogui(action, self.screen)], timeout=ACTION_TIMEOUT)
         if not done.ok:
-            from ...benchmark import InfrastructureError
+            from pytest_agentbench.benchmark import InfrastructureError
 
             raise InfrastructureError(f"action {action.describe()} failed on the desktop: {done.summary()}")

@@ -22,10 +22,10 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ...benchmark import InfrastructureError
+from pytest_agentbench.benchmark import InfrastructureError
 
 if TYPE_CHECKING:
-    from ...infra.sandbox import Sandbox
+    from pytest_agentbench.infra.sandbox import Sandbox
 
 CREATE_ENV_TIMEOUT = 120.0
 SETUP_TIMEOUT = 60.0
@@ -114,7 +114,7 @@ def _copy_over(source: Path, sandbox: Sandbox) -> None:
     """Lay ``source``'s tree over the sandbox's home without following any symlink, neither one
     already in the home (setup scripts ran there and could have planted one pointing out of the
     sandbox: it is replaced) nor one in ``source`` (copied as a symlink, never read)."""
-    from ...infra import safefs
+    from pytest_agentbench.infra import safefs
 
     try:
         safefs.copy_tree(source, sandbox.home, skip=(DELETED, SNAPSHOT_MARKER), owner=sandbox.owner)
@@ -174,7 +174,7 @@ def lay_end_state(sandbox: Sandbox, end_state: Path) -> list[str]:
     inside the end state are copied as symlinks, never read. ``end_state`` itself may be a
     symlink (a folder of end states linking to the runs that made them): it is resolved once and
     read from there. ``EndStateError`` for a bad end state."""
-    from ...infra import safefs
+    from pytest_agentbench.infra import safefs
 
     end_state = end_state.resolve()
     home = sandbox.home

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...infra.sandbox import Sandbox
+    from pytest_agentbench.infra.sandbox import Sandbox
 
 WORKER = Path(__file__).with_name("harness_worker.py")
 INSIDE = "/opt/agentbench"

@@ -1,4 +1,4 @@
-"""The OpenComputer settings, read back from the option table (``pytest_agentbench/options.py``,
+"""The OpenComputer settings, read back from the option table (``pytest_agentbench/plugin/options.py``,
 where the ``--opencomputer-*`` options are declared: a plain run must not import
 ``pytest_agentbench.benches``). Each has an ini key ``agentbench_<dest>``; the command line wins.
 Relative paths on the command line are taken from the invocation folder, in the ini file from the
@@ -12,16 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ...options import (  # noqa: F401 - the definitions live with the other options
-    OPENCOMPUTER_DEFAULT_TIMEOUT,
-    OPENCOMPUTER_HARNESS,
-    OPENCOMPUTER_VERIFIER_ERRORS,
-    SANDBOX_ISOLATION_MODES,
-    add_opencomputer_options,
-    add_sandbox_options,
-    opencomputer_timeout,
-    setting,
-)
+from pytest_agentbench.plugin.options import OPENCOMPUTER_DEFAULT_TIMEOUT, OPENCOMPUTER_HARNESS, OPENCOMPUTER_VERIFIER_ERRORS, SANDBOX_ISOLATION_MODES, add_opencomputer_options, add_sandbox_options, opencomputer_timeout, setting
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model import Criterion, Verdict
+from pytest_agentbench.model import Criterion, Verdict
 
 
 def detail_kind(entry: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ import shlex
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ...model import Task
+from pytest_agentbench.model import Task
 
 BENCHMARK = "opencomputer"
 #: The reference harness's default step limit (``EVAL_MAX_ITERATIONS``); an explicit --bench-max-steps wins.

@@ -23,23 +23,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...benchmark import Benchmark, InfrastructureError
-from . import scoring
-from .settings import DEFAULT_SERVER, WAASettings
-from .tasks import DEFAULT_INDEX, TaskSet, WAATaskError
-from .upstream import HOW_TO_POINT, UpstreamEvaluator, WAAUpstreamError, infer_client, locate_client
+from pytest_agentbench.benchmark import Benchmark, InfrastructureError
+from pytest_agentbench.benches.waa import scoring
+from pytest_agentbench.benches.waa.settings import DEFAULT_SERVER, WAASettings
+from pytest_agentbench.benches.waa.tasks import DEFAULT_INDEX, TaskSet, WAATaskError
+from pytest_agentbench.benches.waa.upstream import HOW_TO_POINT, UpstreamEvaluator, WAAUpstreamError, infer_client, locate_client
 
 if TYPE_CHECKING:
     import pytest
 
-    from ...model import Action, Observation, Task, Verdict
+    from pytest_agentbench.model import Action, Observation, Task, Verdict
 
 #: ``client_factory(settings, upstream)`` returns an object with the ``WAAClient`` methods.
 ClientFactory = Callable[[WAASettings, "UpstreamEvaluator | None"], Any]
 
 
 def _default_client(settings: WAASettings, upstream: UpstreamEvaluator | None) -> Any:
-    from .client import WAAClient  # httpx loads only when a WAA run plays an episode
+    from pytest_agentbench.benches.waa.client import WAAClient  # httpx loads only when a WAA run plays an episode
 
     upstream_setup = None
     if upstream is not None:
@@ -102,7 +102,7 @@ class WAABenchmark(Benchmark):
             return cls(**kwargs)
         import pytest
 
-        from ...options import WAA_SECONDS, parse_number
+        from pytest_agentbench.plugin.options import WAA_SECONDS, parse_number
 
         def pick(option: str, ini: str) -> tuple[Any, Path | None]:
             value = config.getoption(option, None)
@@ -267,7 +267,7 @@ class WAABenchmark(Benchmark):
         if self.settings.evaluate_url is not None:
             return self.client.evaluate(task.raw_config, final_action)
         if self.upstream is None:
-            from ...benchmark import EvaluationError
+            from pytest_agentbench.benchmark import EvaluationError
 
             raise EvaluationError(f"no upstream evaluator code to score with; {HOW_TO_POINT}")
         return self.upstream.evaluate(task.raw_config, scoring.last_action_word(final_action), self.server_url,

@@ -42,10 +42,10 @@ from urllib.parse import quote, urlsplit
 import httpx
 import tenacity
 
-from ...benchmark import EvaluationError, InfrastructureError
-from ...infra.retry import call_with_retries
-from ...model import Action, Criterion, Observation, Verdict
-from . import downloads, scoring
+from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
+from pytest_agentbench.infra.retry import call_with_retries
+from pytest_agentbench.model import Action, Criterion, Observation, Verdict
+from pytest_agentbench.benches.waa import downloads, scoring
 
 if TYPE_CHECKING:
     from typing_extensions import Self

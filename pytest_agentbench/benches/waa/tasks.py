@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...model import Task
+from pytest_agentbench.model import Task
 
 BENCHMARK = "waa"
 #: ``--waa-index`` names and the index files they stand for.

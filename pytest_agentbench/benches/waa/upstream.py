@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...benchmark import EvaluationError, InfrastructureError
-from ...model import Criterion, Verdict
+from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
+from pytest_agentbench.model import Criterion, Verdict
 
 WORKER = Path(__file__).with_name("upstream_worker.py")
 #: Runs the worker by path, so its folder (this package's modules) never lands on ``sys.path``
@@ -171,7 +171,7 @@ class UpstreamEvaluator:
         return UpstreamResult(raw)
 
     def _spawn(self, argv: Sequence[str], cwd: str) -> str:
-        from ...workers import WorkerTimeout, run_worker
+        from pytest_agentbench.workers import WorkerTimeout, run_worker
 
         env = dict(os.environ)
         env["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .base import Provider, ProviderConfig
+    from pytest_agentbench.infra.providers.base import Provider, ProviderConfig
 
 PROVIDERS = ("aws", "azure")
 
@@ -18,11 +18,11 @@ PROVIDERS = ("aws", "azure")
 def make_provider(name: str, config: ProviderConfig) -> Provider:
     """The provider called ``name`` (``aws`` or ``azure``) for one run."""
     if name == "aws":
-        from .aws import AWSProvider
+        from pytest_agentbench.infra.providers.aws import AWSProvider
 
         return AWSProvider(config)
     if name == "azure":
-        from .azure import AzureProvider
+        from pytest_agentbench.infra.providers.azure import AzureProvider
 
         return AzureProvider(config)
     raise ValueError(f"unknown cloud provider {name!r}; choose one of: {', '.join(PROVIDERS)}")

@@ -64,9 +64,9 @@ separate evaluate server (see ``evaluate``): the real WAA server has no such rou
 
 from __future__ import annotations
 
-from .desktop import APP_TITLES, DOCUMENTS, DOWNLOADS, HOME, NS, SimulatedDesktop, winpath
-from .evaluate import ReferenceEvaluator
-from .server import FakeWAAServer
+from pytest_agentbench.testing.waa_server.desktop import APP_TITLES, DOCUMENTS, DOWNLOADS, HOME, NS, SimulatedDesktop, winpath
+from pytest_agentbench.testing.waa_server.evaluate import ReferenceEvaluator
+from pytest_agentbench.testing.waa_server.server import FakeWAAServer
 
 __all__ = ["APP_TITLES", "DOCUMENTS", "DOWNLOADS", "HOME", "NS", "FakeWAAServer", "ReferenceEvaluator",
            "SimulatedDesktop", "winpath"]

@@ -21,8 +21,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ...benches.waa import scoring
-from .desktop import SimulatedDesktop
+from pytest_agentbench.benches.waa import scoring
+from pytest_agentbench.testing.waa_server.desktop import SimulatedDesktop
 
 SUPPORTED_METRICS = ("exact_match", "compare_text_file", "infeasible")
 SUPPORTED_GETTERS = ("rule", "vm_file", "vm_file_exists_in_vm_folder", "cloud_file")

@@ -29,10 +29,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from .desktop import DESKTOP, DOCUMENTS, DOWNLOADS, MissingProgram, NotSimulated, expand, winpath
+from pytest_agentbench.testing.waa_server.desktop import DESKTOP, DOCUMENTS, DOWNLOADS, MissingProgram, NotSimulated, expand, winpath
 
 if TYPE_CHECKING:
-    from .server import FakeWAAServer
+    from pytest_agentbench.testing.waa_server.server import FakeWAAServer
 
 NOT_FOUND = ("404 Not Found: The requested URL was not found on the server. If you entered the URL manually "
              "please check your spelling and try again.")

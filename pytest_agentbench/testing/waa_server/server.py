@@ -6,9 +6,9 @@ import threading
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from .desktop import SimulatedDesktop
-from .evaluate import ReferenceEvaluator
-from .handler import Handler
+from pytest_agentbench.testing.waa_server.desktop import SimulatedDesktop
+from pytest_agentbench.testing.waa_server.evaluate import ReferenceEvaluator
+from pytest_agentbench.testing.waa_server.handler import Handler
 
 
 class FakeWAAServer(SimulatedDesktop):

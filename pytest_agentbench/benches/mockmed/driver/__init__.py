@@ -35,13 +35,13 @@ through the ``playwright`` package, imported on first use; it never downloads a 
 
 from __future__ import annotations
 
-from .accessibility import center, find_nodes, iter_nodes
-from .browser import CHROMIUM, CHROMIUM_ARGS, PlaywrightDriver, browser_problem
-from .dom import Element, parse_html
-from .headless import HeadlessDriver
-from .paint import paint
-from .protocol import APP_NAME, VIEWPORT, Driver
-from .style import page_vars
+from pytest_agentbench.benches.mockmed.driver.accessibility import center, find_nodes, iter_nodes
+from pytest_agentbench.benches.mockmed.driver.browser import CHROMIUM, CHROMIUM_ARGS, PlaywrightDriver, browser_problem
+from pytest_agentbench.benches.mockmed.driver.dom import Element, parse_html
+from pytest_agentbench.benches.mockmed.driver.headless import HeadlessDriver
+from pytest_agentbench.benches.mockmed.driver.paint import paint
+from pytest_agentbench.benches.mockmed.driver.protocol import APP_NAME, VIEWPORT, Driver
+from pytest_agentbench.benches.mockmed.driver.style import page_vars
 
 __all__ = [
     "APP_NAME",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .dom import TEXT_INPUTS, Element, input_type, is_control
-from .layout import BLOCKISH
+from pytest_agentbench.benches.mockmed.driver.dom import TEXT_INPUTS, Element, input_type, is_control
+from pytest_agentbench.benches.mockmed.driver.layout import BLOCKISH
 
 _EXPLICIT_ROLES = frozenset({"button", "link", "status", "alert", "heading", "textbox", "radio", "table", "row",
                              "cell", "form", "checkbox"})

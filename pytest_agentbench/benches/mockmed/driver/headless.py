@@ -9,14 +9,14 @@ from __future__ import annotations
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from ....model import Action, Observation
-from .accessibility import TreeBuilder
-from .dom import Element, input_type, is_control, is_submit, is_textbox, parse_html
-from .fonts import font_family
-from .layout import Layout
-from .paint import paint
-from .protocol import APP_NAME, VIEWPORT
-from .style import page_vars
+from pytest_agentbench.model import Action, Observation
+from pytest_agentbench.benches.mockmed.driver.accessibility import TreeBuilder
+from pytest_agentbench.benches.mockmed.driver.dom import Element, input_type, is_control, is_submit, is_textbox, parse_html
+from pytest_agentbench.benches.mockmed.driver.fonts import font_family
+from pytest_agentbench.benches.mockmed.driver.layout import Layout
+from pytest_agentbench.benches.mockmed.driver.paint import paint
+from pytest_agentbench.benches.mockmed.driver.protocol import APP_NAME, VIEWPORT
+from pytest_agentbench.benches.mockmed.driver.style import page_vars
 
 if TYPE_CHECKING:
     import httpx

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .dom import Element
-from .fonts import text_width
-from .style import compute_style
+from pytest_agentbench.benches.mockmed.driver.dom import Element
+from pytest_agentbench.benches.mockmed.driver.fonts import text_width
+from pytest_agentbench.benches.mockmed.driver.style import compute_style
 
 BLOCKISH = frozenset({"block", "shrink", "flex", "table"})
 _WORDS = re.compile(r"\s+|[^\s]+")

@@ -10,8 +10,8 @@ import io
 import re
 from typing import TYPE_CHECKING
 
-from .dom import Element, input_type, is_textbox
-from .fonts import load_font
+from pytest_agentbench.benches.mockmed.driver.dom import Element, input_type, is_textbox
+from pytest_agentbench.benches.mockmed.driver.fonts import load_font
 
 if TYPE_CHECKING:
     from PIL.ImageFont import FreeTypeFont, ImageFont

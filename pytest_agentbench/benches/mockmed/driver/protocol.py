@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from ....model import Action, Observation
+    from pytest_agentbench.model import Action, Observation
 
 VIEWPORT = (1280, 800)
 APP_NAME = "MockMed"

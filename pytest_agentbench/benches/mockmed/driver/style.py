@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .dom import Element, input_type
+from pytest_agentbench.benches.mockmed.driver.dom import Element, input_type
 
 
 def _pad(t: float, r: float | None = None, b: float | None = None,

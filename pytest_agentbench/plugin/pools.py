@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..options import setting as _opt
+from pytest_agentbench.plugin.options import setting as _opt
 
 if TYPE_CHECKING:
-    from ..benchmark import Benchmark
-    from .cloud_pool import CloudPool
-    from .connect import VMConnection
-    from .lease_service import LeaseService
-    from .pool import StaticPool
+    from pytest_agentbench.benchmark import Benchmark
+    from pytest_agentbench.infra.cloud_pool import CloudPool
+    from pytest_agentbench.infra.connect import VMConnection
+    from pytest_agentbench.infra.lease_service import LeaseService
+    from pytest_agentbench.infra.pool import StaticPool
 
 CLOUD_KINDS = ("aws", "azure")
 POOL_KINDS = ("static", *CLOUD_KINDS)
@@ -71,7 +71,7 @@ def new_run_id() -> str:
 def provider_config(config: pytest.Config, kind: str, run_id: str, ssh_cidr: str | None = None) -> Any:
     """The provider's settings from the options. ``ssh_cidr`` (the resolved SSH ingress block, see
     ``ingress.py``) beats ``--pool-ssh-cidr``; the read-only uses (dry run, reaper) need neither."""
-    from .providers.base import ProviderConfig
+    from pytest_agentbench.infra.providers.base import ProviderConfig
 
     extra: dict[str, Any] = {}
     if kind == "azure":
@@ -94,7 +94,7 @@ def provider_config(config: pytest.Config, kind: str, run_id: str, ssh_cidr: str
 
 
 def make_provider(config: pytest.Config, kind: str, run_id: str, ssh_cidr: str | None = None) -> Any:
-    from .providers import make_provider as make
+    from pytest_agentbench.infra.providers import make_provider as make
 
     return make(kind, provider_config(config, kind, run_id, ssh_cidr))
 
@@ -104,10 +104,10 @@ def ssh_ingress(config: pytest.Config) -> str:
     asking for the option when that cannot be learned."""
     given = _opt(config, "pool_ssh_cidr")
     if given:
-        from ..values import cidr
+        from pytest_agentbench.values import cidr
 
         return cidr("--pool-ssh-cidr", given)
-    from .ingress import IngressError, public_cidr
+    from pytest_agentbench.infra.ingress import IngressError, public_cidr
 
     try:
         return public_cidr()
@@ -119,8 +119,8 @@ def vm_estimate(config: pytest.Config, kind: str, tasks: int) -> tuple[Any, Any,
     """The cloud pool's VM estimate for ``tasks`` from the options: (provider, Estimate, minutes
     per task). Used by ``--pool-dry-run`` and ``--bench-dry-run``; raises ProviderError for a bad setting.
     No VM is counted for a worker without a task (the pool creates none for it)."""
-    from .prices import DEFAULT_MINUTES_PER_TASK, Estimate, estimate, hourly_price
-    from .providers import make_provider as make
+    from pytest_agentbench.infra.prices import DEFAULT_MINUTES_PER_TASK, Estimate, estimate, hourly_price
+    from pytest_agentbench.infra.providers import make_provider as make
 
     provider = make(kind, provider_config(config, kind, "dry-run"))
     rate = hourly_price(kind, provider.size, _float_setting(config, "pool_hourly_usd", None, "--pool-hourly-usd"))
@@ -188,8 +188,8 @@ class PoolManager:
             return
         if self.dry_run or self.config.option.collectonly:
             return  # nothing may start; the dry run's estimate is printed after collection
-        from .cloud_pool import CloudPool, PoolOptions
-        from .providers.base import ProviderError
+        from pytest_agentbench.infra.cloud_pool import CloudPool, PoolOptions
+        from pytest_agentbench.infra.providers.base import ProviderError
 
         self.run_id = new_run_id()
         try:
@@ -221,7 +221,7 @@ class PoolManager:
         if options.address not in ("public", "private"):
             raise pytest.UsageError(f"--pool-address must be public or private, got {options.address!r}")
         if options.ssh_key is not None:
-            from .cloud_init import KeySetupError, read_public_key
+            from pytest_agentbench.infra.cloud_init import KeySetupError, read_public_key
 
             try:
                 read_public_key(options.ssh_key)
@@ -234,7 +234,7 @@ class PoolManager:
             self._old_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
 
     def _start_static(self) -> None:
-        from .pool import StaticPool, parse_hosts
+        from pytest_agentbench.infra.pool import StaticPool, parse_hosts
 
         entries = self.config.getoption("pool_hosts") or self.config.getini("agentbench_pool_hosts") or []
         try:
@@ -258,7 +258,7 @@ class PoolManager:
     # -- controller: create and lease ------------------------------------------------------------
     def provision(self, count: int) -> None:
         """Create ``count`` VMs; a cloud refusal is a usage error (what exists is deleted)."""
-        from .providers.base import ProviderError
+        from pytest_agentbench.infra.providers.base import ProviderError
 
         if self.cloud is None:
             return
@@ -273,7 +273,7 @@ class PoolManager:
         """Keys and pool.json go into the run folder's ``pool/``, once there is a run folder."""
         if self.cloud is None or self.cloud.options.folder is not None:
             return
-        from ..session import STATE_KEY
+        from pytest_agentbench.plugin.session import STATE_KEY
 
         state = self.config.stash.get(STATE_KEY, None)
         folder = state.run_folder.path if state is not None and state.run_folder is not None else None
@@ -286,7 +286,7 @@ class PoolManager:
             return self.static.lease(holder)
         if self.cloud is not None:
             if self._leases is None:
-                from .lease_service import LeaseService
+                from pytest_agentbench.infra.lease_service import LeaseService
 
                 self._leases = LeaseService(self._grant)
             return self._leases.ticket(holder)
@@ -294,8 +294,8 @@ class PoolManager:
 
     def _grant(self, holder: str) -> dict[str, Any]:
         """A worker's first item needs its VM: a free one, else one created now."""
-        from .lease_service import LeaseError
-        from .providers.base import ProviderError
+        from pytest_agentbench.infra.lease_service import LeaseError
+        from pytest_agentbench.infra.providers.base import ProviderError
 
         assert self.cloud is not None
         lease = self.cloud.lease(holder)
@@ -324,7 +324,7 @@ class PoolManager:
         """Without xdist: the first use creates the one VM this process leases. An xdist worker
         trades its ticket for its VM on first use; when that fails, its items are infrastructure
         errors (``--bench-resume`` plays them again)."""
-        from .lease_service import is_ticket
+        from pytest_agentbench.infra.lease_service import is_ticket
 
         if is_ticket(self.lease):
             self._redeem()
@@ -344,8 +344,8 @@ class PoolManager:
             self.lease = self.cloud.lease("main")
 
     def _redeem(self) -> None:
-        from ..benchmark import InfrastructureError
-        from .lease_service import LeaseError, is_ticket, redeem
+        from pytest_agentbench.benchmark import InfrastructureError
+        from pytest_agentbench.infra.lease_service import LeaseError, is_ticket, redeem
 
         with self._lock:
             if not is_ticket(self.lease):
@@ -393,8 +393,8 @@ class PoolManager:
             bench.ready_timeout = max(1.0, self.connection.remaining())
 
     def _connect(self, lease: dict[str, Any]) -> dict[str, str | None]:
-        from ..benchmark import InfrastructureError
-        from .connect import VMConnection
+        from pytest_agentbench.benchmark import InfrastructureError
+        from pytest_agentbench.infra.connect import VMConnection
 
         if self._endpoints is not None:
             return self._endpoints
@@ -453,7 +453,7 @@ class PoolManager:
         cost = self.cost()
         if cost is None:
             return
-        from .prices import money
+        from pytest_agentbench.infra.prices import money
 
         rate = "price unknown (give --pool-hourly-usd)" if cost["hourly_usd"] is None else f"${cost['hourly_usd']:.4f}/hr"
         state = "kept running" if self.cloud is not None and self.cloud.options.keep else "deleted"
@@ -468,10 +468,10 @@ class PoolManager:
             terminalreporter.write_line(f"Model cost: {money(model)} (from the agents); total {money(total)}")
 
     def _print_estimate(self, terminalreporter: Any) -> None:
-        from ..collect import BenchItem
-        from ..resume import not_done
-        from ..session import STATE_KEY
-        from .prices import money
+        from pytest_agentbench.plugin.episodes import BenchItem
+        from pytest_agentbench.plugin.resume import not_done
+        from pytest_agentbench.plugin.session import STATE_KEY
+        from pytest_agentbench.infra.prices import money
 
         session = getattr(terminalreporter, "_session", None)
         items = [i for i in (getattr(session, "items", None) or []) if isinstance(i, BenchItem)]
@@ -483,7 +483,7 @@ class PoolManager:
         if self.kind == "static":
             write(f"Pool dry run (static): {len(items)} tasks on existing hosts; no VM is created, no VM cost.")
             return
-        from .providers.base import ProviderError
+        from pytest_agentbench.infra.providers.base import ProviderError
 
         try:
             provider, est, minutes = vm_estimate(self.config, self.kind, len(items))
@@ -502,7 +502,7 @@ class PoolManager:
 
 def run_reaper(config: pytest.Config) -> int:
     """``pytest --agentbench-reap --pool aws|azure [--agentbench-reap-run ID]``: delete what runs left behind."""
-    from .providers.base import ProviderError
+    from pytest_agentbench.infra.providers.base import ProviderError
 
     kind = pool_kind(config)
     if kind not in CLOUD_KINDS:

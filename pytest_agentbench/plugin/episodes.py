@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .manifest import Suite
+    from pytest_agentbench.manifest import Suite
 
 TASK_KEY = pytest.StashKey[dict]()
 SUITE_KEY = pytest.StashKey[str]()
@@ -41,12 +41,12 @@ BUILTIN_BENCHMARKS = {
 def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
     """The file and line defining benchmark ``name``: a built-in's class, else the factory it
     was registered with (a conftest.py's or a plugin's). Looked up once per name."""
-    from .report_integrations import resolve, source_of
+    from pytest_agentbench.plugin.integrations import resolve, source_of
 
     if name in BUILTIN_BENCHMARKS:
         target = resolve(BUILTIN_BENCHMARKS[name])
     else:
-        from .session import STATE_KEY
+        from pytest_agentbench.plugin.session import STATE_KEY
 
         state = config.stash.get(STATE_KEY, None)
         entry = state.bench_registry.entries.get(name) if state is not None else None
@@ -57,7 +57,7 @@ def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None
 def task_source(config: pytest.Config, task: dict[str, Any]) -> tuple[Any, int] | None:
     """The file a task came from, when its benchmark says (an optional ``task_source(task)``
     method; WAA's and OpenComputer's give the task's JSON file) and the file exists."""
-    from .session import STATE_KEY
+    from pytest_agentbench.plugin.session import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None:
@@ -72,7 +72,7 @@ def task_source(config: pytest.Config, task: dict[str, Any]) -> tuple[Any, int] 
     method = getattr(bench, "task_source", None)
     if method is None:
         return None
-    from .model import Task
+    from pytest_agentbench.model import Task
 
     try:
         path = method(Task.model_validate(task))
@@ -98,7 +98,7 @@ class BenchItem(pytest.Function):
         the test's description (allure-pytest; pytest-html's description column recipe)."""
         described = self.__dict__.get("_described")
         if described is None:
-            from .report_integrations import described as with_doc
+            from pytest_agentbench.plugin.integrations import described as with_doc
 
             instruction = str(self.task.get("instruction") or "").strip()
             described = with_doc(run_task, instruction or f"Task {self.task['task_id']} of {self.task['benchmark']}")
@@ -106,8 +106,8 @@ class BenchItem(pytest.Function):
         return described
 
     def runtest(self) -> None:
-        from .outcomes import raise_outcome
-        from .session import OUTCOME_KEY
+        from pytest_agentbench.plugin.outcomes import raise_outcome
+        from pytest_agentbench.plugin.session import OUTCOME_KEY
 
         super().runtest()
         raise_outcome(self.stash[OUTCOME_KEY])
@@ -125,19 +125,19 @@ class DomainGroup(pytest.Collector):
         self._known = known or {}
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        from .trials import task_nodes
+        from pytest_agentbench.plugin.trials import task_nodes
 
         for task in self._tasks:
             yield task_nodes(self, task, self._make_item)
 
     def _make_item(self, parent: pytest.Collector, name: str, task: dict[str, Any], trial: int) -> pytest.Item:
         """One trial of ``task`` (``parent`` is this group, or the task's collector of trials)."""
-        from .trials import TRIAL_KEY
+        from pytest_agentbench.plugin.trials import TRIAL_KEY
 
         item = BenchItem.from_parent(parent, name=name, callobj=run_task)
         item.stash[TASK_KEY] = task
         item.stash[TRIAL_KEY] = trial
-        from .markers import claimed, mark
+        from pytest_agentbench.plugin.markers import claimed, mark
 
         taken = claimed(self.config)
         mark(item, task["benchmark"], taken)
@@ -147,12 +147,12 @@ class DomainGroup(pytest.Collector):
             item.extra_keyword_matches.add(tag)
         expected = (task.get("raw_config") or {}).get("expect_fail")
         if expected:
-            from .outcomes import EpisodeFailed
+            from pytest_agentbench.plugin.outcomes import EpisodeFailed
 
             item.add_marker(pytest.mark.xfail(reason=str(expected), strict=True, raises=EpisodeFailed))
         status = self._known.get(f"{task['benchmark']}::{task['task_id']}")
         if status is not None:
-            from .outcomes import EpisodeFailed
+            from pytest_agentbench.plugin.outcomes import EpisodeFailed
 
             item.add_marker(pytest.mark.xfail(
                 reason=f"did not pass in the baseline run ({status})", strict=False, raises=EpisodeFailed))

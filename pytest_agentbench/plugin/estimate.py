@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pytest
 
-    from .agent import StepEstimate
+    from pytest_agentbench.agent import StepEstimate
 
 #: The screen a step is priced at when the benchmark does not say (WAA's is 1920x1080).
 DEFAULT_SCREEN = (1920, 1080)
@@ -46,10 +46,10 @@ def step_estimate(config: pytest.Config, registry: Any, agent_name: str, screen:
 
 
 def lines(config: pytest.Config, state: Any, items: list[Any]) -> list[str]:
-    from .collect import BenchItem
-    from .episode import step_limit
-    from .resume import not_done
-    from .session import task_from_item
+    from pytest_agentbench.plugin.episodes import BenchItem
+    from pytest_agentbench.episode import step_limit
+    from pytest_agentbench.plugin.resume import not_done
+    from pytest_agentbench.plugin.session import task_from_item
 
     tasks = [task_from_item(i) for i in not_done(config, state, items) if isinstance(i, BenchItem)]
     n = len(tasks)
@@ -95,7 +95,7 @@ def _money(value: float | None) -> str:
 
 
 def _vm_line(config: pytest.Config, tasks: int) -> tuple[str, float | None] | None:
-    from .infra.pool_plugin import CLOUD_KINDS, pool_kind, vm_estimate
+    from pytest_agentbench.plugin.pools import CLOUD_KINDS, pool_kind, vm_estimate
 
     kind = pool_kind(config)
     if kind not in CLOUD_KINDS:
@@ -110,7 +110,7 @@ def _baseline(config: pytest.Config, screens: dict[str, tuple[int, int]], tasks:
               steps: list[int]) -> tuple[float, str] | None:
     """The same tasks played by ``api-claude`` at its default model, every step paid."""
     try:
-        from .agents.claude import estimate_for
+        from pytest_agentbench.agents.claude import estimate_for
     except ImportError:
         return None
     per = {b: estimate_for(None, s) for b, s in screens.items()}

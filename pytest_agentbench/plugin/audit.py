@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from ..options import AuditSettings
+from pytest_agentbench.plugin.options import AuditSettings
 
 AUDIT_KEY = pytest.StashKey["AuditSession"]()
 ITEM_KEY = pytest.StashKey[tuple]()
@@ -57,7 +57,7 @@ BUILTIN_ADAPTERS = {"toy": "pytest_agentbench.audit.adapters.toy:ToyAdapter",
 class AuditItem(pytest.Function):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # Located at the adapter under audit (pytest-sugar and CI annotations show this).
-        from ..report_integrations import resolve, source_of
+        from pytest_agentbench.plugin.integrations import resolve, source_of
 
         session = self.config.stash.get(AUDIT_KEY, None)
         spec = session.settings.verifier if session is not None else ""
@@ -72,7 +72,7 @@ class AuditItem(pytest.Function):
         test's description (allure-pytest reads ``item.function.__doc__``)."""
         described = self.__dict__.get("_described")
         if described is None:
-            from ..report_integrations import described as with_doc
+            from pytest_agentbench.plugin.integrations import described as with_doc
 
             task_id, operator = self.stash[ITEM_KEY]
             described = with_doc(run_audit_item, f"Verifier audit, task {task_id}: is a run mutated by operator "
@@ -121,7 +121,7 @@ class AuditSuite(pytest.Collector):
 
 def _import_target(spec: str, config: pytest.Config) -> Any:
     """``module:Attr``, importable from installed packages, the rootdir or the current folder."""
-    from ..loading import LoadError, import_callable
+    from pytest_agentbench.loading import LoadError, import_callable
 
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
@@ -161,13 +161,13 @@ class AuditSession:
         self._operators_by_task: dict[str, list[str]] | None = None
         self.started = time.perf_counter()
         self.audit_seconds = 0.0
-        from ..rootdir_check import warn_spaced_path_options
+        from pytest_agentbench.plugin.rootdir_check import warn_spaced_path_options
 
         warn_spaced_path_options(config)
 
     # -- resolution ----------------------------------------------------------------------------
     def make_adapter(self) -> Any:
-        from ..registry import AdapterRegistry
+        from pytest_agentbench.registry import AdapterRegistry
 
         spec = self.settings.verifier
         registry = AdapterRegistry()
@@ -227,7 +227,7 @@ class AuditSession:
         self.adapter = self.make_adapter()
         self.name = str(getattr(self.adapter, "name", "") or self.settings.verifier)
         self.task_ids = self._resolve_tasks()
-        from ..names import name_problem, shown
+        from pytest_agentbench.names import name_problem, shown
 
         for task_id in self.task_ids:
             problem = name_problem(task_id)
@@ -251,7 +251,7 @@ class AuditSession:
 
     # -- running -------------------------------------------------------------------------------
     def task_result(self, item: pytest.Item) -> Any:
-        from .engine import audit_task
+        from pytest_agentbench.audit.engine import audit_task
 
         task_id, _ = item.stash[ITEM_KEY]
         if task_id not in self.results:
@@ -331,10 +331,10 @@ class AuditSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput") or not self.payloads or self.settings.out is None:
             return
-        from .engine import SCHEMA
-        from .model import RUN_CLASS_TEXT
-        from .operators import OPERATOR_CLASS
-        from .report import by_operator
+        from pytest_agentbench.audit.engine import SCHEMA
+        from pytest_agentbench.audit.model import RUN_CLASS_TEXT
+        from pytest_agentbench.audit.operators import OPERATOR_CLASS
+        from pytest_agentbench.audit.report import by_operator
 
         tasks, runs = self._ordered()
         operators = [o for o in self.settings.operators if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
@@ -375,7 +375,7 @@ class AuditSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput") or not self.payloads:
             return
-        from .report import render
+        from pytest_agentbench.audit.report import render
 
         tasks, runs = self._ordered()
         operators = [o for o in self.settings.operators if any(r["operator"] == o for r in runs)] or list(self.settings.operators)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .session import AgentbenchPlugin
+    from pytest_agentbench.plugin.session import AgentbenchPlugin
 
 
 class XdistController:
@@ -23,15 +23,15 @@ class XdistController:
         than the items left to play (``--bench-resume``: those without a final record)."""
         pools = self.state.pools
         if pools is not None and pools.cloud is not None:
-            from .infra.pool_plugin import requested_workers
-            from .resume import items_left
+            from pytest_agentbench.plugin.pools import requested_workers
+            from pytest_agentbench.plugin.resume import items_left
 
             wanted = max(len(specs), requested_workers(config))
             left = items_left(config, self.state.manifest)
             pools.provision(wanted if left is None else min(wanted, left))
 
     def pytest_configure_node(self, node: Any) -> None:
-        from .session import LEASE_INPUT, MANIFEST_INPUT, RUNFOLDER_INPUT
+        from pytest_agentbench.plugin.session import LEASE_INPUT, MANIFEST_INPUT, RUNFOLDER_INPUT
 
         if self.state.pools is not None:
             # A static pool's host per worker from the free list (a replacement worker gets the
@@ -43,7 +43,7 @@ class XdistController:
         node.workerinput[MANIFEST_INPUT] = str(folder.manifest_path.absolute())
         node.workerinput[RUNFOLDER_INPUT] = str(folder.path.absolute())
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
-        from .resume import worker_input
+        from pytest_agentbench.plugin.resume import worker_input
 
         node.workerinput.update(worker_input(self.state.config))  # --bench-resume: the items already done
 

@@ -25,7 +25,7 @@ import pytest
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .session import AgentbenchPlugin
+    from pytest_agentbench.plugin.session import AgentbenchPlugin
 
 #: The plugin name of allure-pytest's listener, registered only with ``--alluredir``.
 ALLURE_LISTENER = "allure_listener"
@@ -87,8 +87,8 @@ class AllureReports:
         self.state = state
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-        from .collect import BenchItem
-        from .session import PAYLOAD_KEY
+        from pytest_agentbench.plugin.episodes import BenchItem
+        from pytest_agentbench.plugin.session import PAYLOAD_KEY
 
         if not isinstance(item, BenchItem) or self.state.run_folder is None:
             return

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from .cases import Case
-    from .model import MetricResult
+    from pytest_agentbench.trajectory.cases import Case
+    from pytest_agentbench.trajectory.model import MetricResult
 
 CASE_SUFFIX = ".case.json"  # also in cases.py; repeated so the per-file check imports nothing
 PAYLOAD_ATTR = "agentbench_trajectory"
@@ -101,7 +101,7 @@ class CaseFileCollector(pytest.File):
     """One ``*.case.json`` file: one item, named by the case's task_id (else the file's name)."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .cases import CaseSyntaxError, read_case_file
+        from pytest_agentbench.trajectory.cases import CaseSyntaxError, read_case_file
 
         try:
             parsed = read_case_file(self.path)
@@ -126,7 +126,7 @@ class CaseItem(pytest.Item):
         return self.path, 0, self.name  # the case file, from its first line
 
     def _payload(self, status: str, **extra: Any) -> dict[str, Any]:
-        from .cases import shown
+        from pytest_agentbench.trajectory.cases import shown
 
         self.payload = {"nodeid": self.nodeid, "task_id": self.name, "case_file": shown(self.path),
                         "trace_file": None, "status": status, "mean": None, "metrics": [], "error": None, **extra}
@@ -144,8 +144,8 @@ class CaseItem(pytest.Item):
         return pytest.fail.Exception(message, pytrace=False)
 
     def setup(self) -> None:
-        from .cases import CaseError, load_trace, shown
-        from .metrics import METRICS, score_all
+        from pytest_agentbench.trajectory.cases import CaseError, load_trace, shown
+        from pytest_agentbench.trajectory.metrics import METRICS, score_all
 
         if self.case is None:
             self._error(self.problem or f"{shown(self.path)}: invalid case file")

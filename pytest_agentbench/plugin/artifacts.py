@@ -14,9 +14,9 @@ from pydantic_core import to_jsonable_python
 if TYPE_CHECKING:
     import pytest
 
-    from ..model import Action, Criterion, EpisodeRecord, Task
-    from ..outcomes import Outcome
-    from ..session import AgentbenchPlugin
+    from pytest_agentbench.model import Action, Criterion, EpisodeRecord, Task
+    from pytest_agentbench.outcomes import Outcome
+    from pytest_agentbench.plugin.session import AgentbenchPlugin
 
 RESULT_SCHEMA = "pytest-agentbench/result/v1"
 TRAJECTORY_SCHEMA = "pytest-agentbench/trajectory/v1"
@@ -124,7 +124,7 @@ def save_episode(
     folder = state.run_folder
     if folder is None:  # --collect-only never plays; defensive for direct fixture use
         return payload
-    from ..trials import file_suffix
+    from pytest_agentbench.plugin.trials import file_suffix
 
     task_dir, trajectory_file = folder.task_files(record.benchmark, record.task_id, file_suffix(item))
     pngs: list[tuple[str, Any]] = []
@@ -191,6 +191,6 @@ def save_episode(
 
 
 def _task_key():  # type: ignore[no-untyped-def]
-    from ..collect import TASK_KEY
+    from pytest_agentbench.plugin.episodes import TASK_KEY
 
     return TASK_KEY

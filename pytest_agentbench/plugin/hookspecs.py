@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .model import EpisodeRecord
-    from .outcomes import Outcome
-    from .registry import AgentRegistry, BenchmarkRegistry
+    from pytest_agentbench.model import EpisodeRecord
+    from pytest_agentbench.outcomes import Outcome
+    from pytest_agentbench.registry import AgentRegistry, BenchmarkRegistry
 
 
 def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:

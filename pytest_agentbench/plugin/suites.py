@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from .cells import CONDITIONS, SEEDS, WRONG_WRITES, StoreUnavailable, apply_cell
-from .rewards import Reward, builtin_rewards, call_reward, user_rewards
+from pytest_agentbench.benches.extradup.cells import CONDITIONS, SEEDS, WRONG_WRITES, StoreUnavailable, apply_cell
+from pytest_agentbench.benches.extradup.rewards import Reward, builtin_rewards, call_reward, user_rewards
 
 NAME = "extradup"
 PAYLOAD_ATTR = "agentbench_extradup"
@@ -86,7 +86,7 @@ class CellItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # Located at the reward under test (pytest-sugar and CI annotations show this).
-        from ...report_integrations import source_of
+        from pytest_agentbench.plugin.integrations import source_of
 
         source = source_of(self.reward.function)
         return (source if source is not None else (self.path, 0)) + (self.nodeid,)

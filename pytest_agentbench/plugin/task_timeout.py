@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .deadline import Deadline
+from pytest_agentbench.deadline import Deadline
 
 #: The plugin name pytest-timeout registers under.
 PYTEST_TIMEOUT = "timeout"
@@ -27,7 +27,7 @@ PYTEST_TIMEOUT = "timeout"
 
 def own_timeout(config: pytest.Config) -> float | None:
     """``--bench-task-timeout`` or its ini key (checked at configure time), or None."""
-    from .options import setting
+    from pytest_agentbench.plugin.options import setting
 
     value = setting(config, "task_timeout")
     return float(value) if value is not None else None

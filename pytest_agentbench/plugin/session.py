@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .collect import TASK_KEY, BenchItem, suites_for
-from .options import Settings
+from pytest_agentbench.plugin.episodes import TASK_KEY, BenchItem, suites_for
+from pytest_agentbench.plugin.options import Settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator
 
-    from .agent import Agent
-    from .benchmark import Benchmark
-    from .budget import Budget
-    from .infra.pool_plugin import PoolManager
-    from .manifest import Manifest
-    from .model import EpisodeRecord, Observation, Task
-    from .outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's StashKey["Outcome"]
-    from .record.runfolder import RunFolder
-    from .registry import AgentRegistry, BenchmarkRegistry
+    from pytest_agentbench.agent import Agent
+    from pytest_agentbench.benchmark import Benchmark
+    from pytest_agentbench.budget import Budget
+    from pytest_agentbench.plugin.pools import PoolManager
+    from pytest_agentbench.manifest import Manifest
+    from pytest_agentbench.model import EpisodeRecord, Observation, Task
+    from pytest_agentbench.outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's StashKey["Outcome"]
+    from pytest_agentbench.record.runfolder import RunFolder
+    from pytest_agentbench.registry import AgentRegistry, BenchmarkRegistry
 
 STATE_KEY = pytest.StashKey["AgentbenchPlugin"]()
 OUTCOME_KEY = pytest.StashKey["Outcome"]()
@@ -55,7 +55,7 @@ class AgentbenchPlugin:
         self._agent: Agent | None = None
         self._bench_registry: BenchmarkRegistry | None = None
         self._agent_registry: AgentRegistry | None = None
-        from .record.writer import BackgroundWriter
+        from pytest_agentbench.record.writer import BackgroundWriter
 
         self.writer = BackgroundWriter()
         #: The machine pool (``--pool``): leases, connections, VM lifecycle. None without it.
@@ -64,17 +64,17 @@ class AgentbenchPlugin:
         self._budget: Budget | None | bool = None
         self._estimate: list[str] = []
         self._scrub_impls: list[Any] | None = None
-        from .task_timeout import own_timeout
+        from pytest_agentbench.plugin.task_timeout import own_timeout
 
         #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
         self.task_timeout = own_timeout(config)
-        from .rootdir_check import warn_spaced_path_options
+        from pytest_agentbench.plugin.rootdir_check import warn_spaced_path_options
 
         warn_spaced_path_options(config)
-        from .report_integrations import ALLURE_LISTENER
+        from pytest_agentbench.plugin.integrations import ALLURE_LISTENER
 
         if config.pluginmanager.hasplugin(ALLURE_LISTENER):  # allure-pytest writes results
-            from .report_integrations import AllureReports
+            from pytest_agentbench.plugin.integrations import AllureReports
 
             config.pluginmanager.register(AllureReports(self), "agentbench-allure")
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
@@ -86,7 +86,7 @@ class AgentbenchPlugin:
     @property
     def bench_registry(self) -> BenchmarkRegistry:
         if self._bench_registry is None:
-            from .registry import BenchmarkRegistry
+            from pytest_agentbench.registry import BenchmarkRegistry
 
             self._bench_registry = BenchmarkRegistry()
             self.config.hook.pytest_agentbench_register_benchmarks(registry=self._bench_registry)
@@ -95,7 +95,7 @@ class AgentbenchPlugin:
     @property
     def agent_registry(self) -> AgentRegistry:
         if self._agent_registry is None:
-            from .registry import AgentRegistry
+            from pytest_agentbench.registry import AgentRegistry
 
             self._agent_registry = AgentRegistry()
             self.config.hook.pytest_agentbench_register_agents(registry=self._agent_registry)
@@ -120,8 +120,8 @@ class AgentbenchPlugin:
     # -- session start: resolve (controller) or load (worker) ----------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .manifest import Manifest, resolve
-        from .record.runfolder import RunFolder
+        from pytest_agentbench.manifest import Manifest, resolve
+        from pytest_agentbench.record.runfolder import RunFolder
 
         config = self.config
         if is_worker(config):
@@ -133,7 +133,7 @@ class AgentbenchPlugin:
                 self.manifest = Manifest()
             self.known_failures = dict(data.get("agentbench_known", {}))
             if data.get(LEASE_INPUT) is not None:
-                from .infra.pool_plugin import PoolManager, pool_kind
+                from pytest_agentbench.plugin.pools import PoolManager, pool_kind
 
                 self.pools = PoolManager(config, pool_kind(config) or "static")
                 self.pools.lease = data[LEASE_INPUT]
@@ -141,7 +141,7 @@ class AgentbenchPlugin:
         else:
             self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
             if self.settings.baseline is not None:
-                from .baseline import load_baseline
+                from pytest_agentbench.baseline import load_baseline
 
                 try:
                     self.known_failures = load_baseline(self.settings.baseline)
@@ -161,7 +161,7 @@ class AgentbenchPlugin:
     def _start_pool(self) -> None:
         """Controller: ``--pool`` given: check it and register the pool's deletion (see
         ``infra/pool_plugin.py``; VMs are created later, per worker or on first use)."""
-        from .infra.pool_plugin import PoolManager, pool_kind
+        from pytest_agentbench.plugin.pools import PoolManager, pool_kind
 
         kind = pool_kind(self.config)
         if kind is None:
@@ -191,7 +191,7 @@ class AgentbenchPlugin:
             self.config.pluginmanager.register(provider, f"agentbench-suite-{name}")
 
     def _register_marker(self, name: str, text: str) -> None:
-        from .markers import OWN, claimed, marker_name
+        from pytest_agentbench.plugin.markers import OWN, claimed, marker_name
 
         line = f"{marker_name(name, claimed(self.config))}: {text} {OWN}"
         if line not in self.config.getini("markers"):
@@ -244,16 +244,16 @@ class AgentbenchPlugin:
     # -- playing one item ----------------------------------------------------------------------
     def play(self, item: pytest.Item, task: Task, bench: Benchmark, agent: Agent) -> EpisodeRecord:
         """Run the episode, decide the outcome, write the task's files, attach the record."""
-        from .episode import run_episode
-        from .outcomes import default_outcome
-        from .record.artifacts import save_episode
-        from .task_timeout import episode_deadline
+        from pytest_agentbench.episode import run_episode
+        from pytest_agentbench.outcomes import default_outcome
+        from pytest_agentbench.plugin.artifacts import save_episode
+        from pytest_agentbench.plugin.task_timeout import episode_deadline
 
         agent_name = getattr(agent, "name", None) or self.settings.agent
         budget = self.budget
         if budget is not None and budget.run_exhausted():
             pytest.skip(budget.run_message())
-        from .trials import record_fields
+        from pytest_agentbench.plugin.trials import record_fields
 
         trial = record_fields(item, item.stash[TASK_KEY])
         agent.trial, agent.seed = trial["trial"], trial["seed"]
@@ -287,8 +287,8 @@ class AgentbenchPlugin:
         if self._budget is False:
             return None
         if self._budget is None:
-            from .budget import Budget
-            from .options import money_setting
+            from pytest_agentbench.budget import Budget
+            from pytest_agentbench.plugin.options import money_setting
 
             run = money_setting(self.config, "max_cost_usd", "--bench-max-cost-usd")
             task = money_setting(self.config, "max_cost_usd_per_task", "--bench-max-cost-usd-per-task")
@@ -320,7 +320,7 @@ class AgentbenchPlugin:
         def scrub(observation: Observation) -> Observation:
             if not observation.has_screenshot:
                 return observation
-            from .model import Observation as Obs
+            from pytest_agentbench.model import Observation as Obs
 
             return Obs(renderer=lambda: scrub_png(observation.screenshot or b""),
                        accessibility_tree=observation.accessibility_tree, window_title=observation.window_title,
@@ -333,7 +333,7 @@ class AgentbenchPlugin:
         """``--bench-dry-run``: price the selected items now, while the benchmarks are still open."""
         if is_worker(self.config) or not self.config.getoption("dry_run", False):
             return
-        from .estimate import lines
+        from pytest_agentbench.plugin.estimate import lines
 
         self._estimate = lines(self.config, self, list(session.items))
 
@@ -364,7 +364,7 @@ class AgentbenchPlugin:
             # Point the skip at the task rather than at the plugin line that raised it.
             report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
         if self.config.pluginmanager.hasplugin("html"):
-            from .record.html import extras_for
+            from pytest_agentbench.plugin.html import extras_for
 
             extras = extras_for(self.config, self.run_folder, payload)
             if extras:
@@ -380,7 +380,7 @@ class AgentbenchPlugin:
 
     def _payload_without_episode(self, item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
         """A record for an item that failed before its episode could run (a fixture raised)."""
-        from .record.artifacts import base_payload
+        from pytest_agentbench.plugin.artifacts import base_payload
 
         task = item.stash[TASK_KEY]
         crash = getattr(report.longrepr, "reprcrash", None)
@@ -389,7 +389,7 @@ class AgentbenchPlugin:
         else:
             message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
         payload = base_payload(item.nodeid, task, self.settings.agent)
-        from .trials import record_fields
+        from pytest_agentbench.plugin.trials import record_fields
 
         payload.update(record_fields(item, task))
         if report.skipped:  # a skip or skipif marker: nothing ran, nothing failed
@@ -410,7 +410,7 @@ def config_state(config: pytest.Config) -> AgentbenchPlugin:
 def task_from_item(item: pytest.Item) -> Task:
     """The item's task, built without validation: the manifest's tasks were validated when it was
     resolved (``manifest.resolve``), and validating again per item costs more than the record."""
-    from .model import Task
+    from pytest_agentbench.model import Task
 
     data = item.stash[TASK_KEY]
     fields = {**_TASK_DEFAULTS, **data}

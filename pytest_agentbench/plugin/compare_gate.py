@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ..compare import compare_records, load_run, summary_lines
+from pytest_agentbench.compare import compare_records, load_run, summary_lines
 
 COMPARISON_NAME = "comparison.json"
 

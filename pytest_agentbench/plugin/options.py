@@ -65,7 +65,7 @@ def checked(check: str, flag: str, **limits: Any) -> Parse:
     """The ``values`` check named ``check`` (``"url"``, ``"port"``...) for ``flag``. ``values`` is
     imported on first use, so a plain pytest run that gives none of these options never loads it."""
     def parse(text: str) -> Any:
-        from . import values
+        from pytest_agentbench import values
 
         return getattr(values, check)(flag, text, **limits)
 
@@ -406,7 +406,7 @@ OPTIONS: tuple[Option, ...] = (
     # -- trajectory checks -----------------------------------------------------------------------------------------
     Option("--trajectory-min", "trajectory_min", "fail the run when the mean score of the evaluated trajectory "
            "metrics, over every *.case.json item that ran, is below SCORE (0..1).", "agentbench-trajectory",
-           parse=_lazy(".trajectory.collect", "parse_min"), metavar="SCORE"),
+           parse=_lazy("pytest_agentbench.plugin.trajectory", "parse_min"), metavar="SCORE"),
     # -- trials, comparison, resuming ------------------------------------------------------------------------------
     Option("--bench-trials", "trials", "play every task K times, as K items <task id>::trial-<n> (default 1).", _TR,
            parse=_whole("--bench-trials"), typed=False, metavar="K", old=("--trials",), bench_only=True),
@@ -681,7 +681,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
 
     inspect_log = _path(get("inspect_log"))
     if inspect_log is not None:
-        from .record.inspect_log import check_path
+        from pytest_agentbench.record.inspect_log import check_path
 
         try:
             inspect_log = check_path(inspect_log)
@@ -717,7 +717,7 @@ class AuditSettings:
 
 
 def audit_settings_from_config(config: pytest.Config) -> AuditSettings:
-    from .audit.operators import OPERATORS
+    from pytest_agentbench.audit.operators import OPERATORS
 
     operators = _listed(setting(config, "operators")) or list(OPERATORS)
     unknown = [op for op in operators if op not in OPERATORS]

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .record.runfolder import RunFolder, read_results
+from pytest_agentbench.record.runfolder import RunFolder, read_results
 
 if TYPE_CHECKING:
-    from .manifest import Manifest
-    from .session import AgentbenchPlugin
+    from pytest_agentbench.manifest import Manifest
+    from pytest_agentbench.plugin.session import AgentbenchPlugin
 
 RUN_FILE = "run.json"
 REPLACED_FILE = "results.replaced.jsonl"
@@ -238,7 +238,7 @@ def reports_of(record: Mapping[str, Any], note: str) -> list[pytest.TestReport]:
 def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
     """Controller, session start: with ``--bench-resume``, RUN's folder (checked and split), its final
     records already in the controller's list; None without ``--bench-resume``."""
-    from .trials import trial_settings
+    from pytest_agentbench.plugin.trials import trial_settings
 
     settings = trial_settings(config)
     if settings.resume is None:
@@ -262,7 +262,7 @@ def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
 
 def record_identity(controller: Any, config: pytest.Config, folder: RunFolder) -> None:
     """Controller, session start: write run.json, what a later ``--bench-resume`` checks against."""
-    from .trials import trial_settings
+    from pytest_agentbench.plugin.trials import trial_settings
 
     settings = trial_settings(config)
     write_identity(folder, identity(controller.state, controller.state.manifest, settings.trials, settings.seed,
@@ -273,7 +273,7 @@ def items_left(config: pytest.Config, manifest: Manifest | None) -> int | None:
     """How many items this session may play at most: the manifest's tasks times the trials, less
     the items a resumed run has done (``-k``/``-m`` may select fewer). None when the controller
     has no manifest of episodes (nothing to bound the count by)."""
-    from .trials import trial_settings
+    from pytest_agentbench.plugin.trials import trial_settings
 
     if manifest is None or not manifest.suites:
         return None
@@ -286,7 +286,7 @@ def items_left(config: pytest.Config, manifest: Manifest | None) -> int | None:
 def not_done(config: pytest.Config, state: AgentbenchPlugin, items: list[Any]) -> list[Any]:
     """``items`` less those a resumed run has done: what a dry run of ``--bench-resume RUN`` prices.
     The dry run only collects, so RUN is checked here, read-only (a mismatch is a usage error)."""
-    from .trials import trial_settings
+    from pytest_agentbench.plugin.trials import trial_settings
 
     settings = trial_settings(config)
     if settings.resume is None or state.manifest is None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .runfolder import RunFolder
+    from pytest_agentbench.record.runfolder import RunFolder
 
 
 def _report_dir(config: pytest.Config) -> Path | None:

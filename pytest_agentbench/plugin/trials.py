@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .options import _whole_number, setting
+from pytest_agentbench.plugin.options import _whole_number, setting
 
 if TYPE_CHECKING:
-    from .record.runfolder import RunFolder
+    from pytest_agentbench.record.runfolder import RunFolder
 
 TRIAL_KEY = pytest.StashKey[int]()
 SETTINGS_KEY = pytest.StashKey["TrialSettings"]()
@@ -180,11 +180,11 @@ def configure_trials(config: pytest.Config, *, controller: bool) -> TrialSetting
     gate on the controller and, on an xdist worker of a resumed run, the deselection of done items."""
     settings = trial_settings(config)
     if not controller:
-        from .resume import register_on_worker
+        from pytest_agentbench.plugin.resume import register_on_worker
 
         register_on_worker(config)
     if controller and settings.compare is not None:
-        from .record.compare_gate import CompareGate
+        from pytest_agentbench.plugin.compare_gate import CompareGate
 
         config.pluginmanager.register(CompareGate(config, settings.compare, alpha=settings.alpha,
                                                   fail=settings.fail_on_regression), "agentbench-compare")

@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import hookspecs, options
+from pytest_agentbench.plugin import hookspecs
+from pytest_agentbench.plugin import options
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from .agent import Agent
-    from .benchmark import Benchmark
-    from .infra.sandbox import Sandbox
-    from .model import EpisodeRecord, Task
-    from .record.runfolder import RunFolder
-    from .registry import AdapterRegistry, AgentRegistry, BenchmarkRegistry
+    from pytest_agentbench.agent import Agent
+    from pytest_agentbench.benchmark import Benchmark
+    from pytest_agentbench.infra.sandbox import Sandbox
+    from pytest_agentbench.model import EpisodeRecord, Task
+    from pytest_agentbench.record.runfolder import RunFolder
+    from pytest_agentbench.registry import AdapterRegistry, AgentRegistry, BenchmarkRegistry
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -36,7 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[dict]) -> None:
     mockmed = [r for r in records if r.get("benchmark") == "mockmed"]
     if mockmed:
-        from .benches.mockmed.report import render
+        from pytest_agentbench.benches.mockmed.report import render
 
         terminalreporter.write_line("")  # type: ignore[attr-defined]
         for line in render(mockmed):
@@ -48,7 +49,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--agentbench-reap`` runs instead of a session; ``--pool-dry-run`` only collects (so
     ``-k`` and ``-m`` choose the tasks it prices) and never starts a worker or a VM."""
     if options.setting(config, "agentbench_reap"):
-        from .infra.pool_plugin import run_reaper
+        from pytest_agentbench.plugin.pools import run_reaper
 
         try:
             return run_reaper(config)
@@ -79,7 +80,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     any other file."""
     if not file_path.name.endswith(".case.json"):
         return None
-    from .trajectory.collect import collect_case_file
+    from pytest_agentbench.plugin.trajectory import collect_case_file
 
     return collect_case_file(file_path, parent)
 
@@ -88,7 +89,7 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
     """Under xdist the controller collects nothing: the first trajectory result a worker sends
     loads the trajectory summary and the ``--trajectory-min`` gate."""
     if "agentbench_trajectory" in data:
-        from .trajectory.collect import ensure_reporter
+        from pytest_agentbench.plugin.trajectory import ensure_reporter
 
         ensure_reporter(config)
 
@@ -109,24 +110,24 @@ def pytest_configure(config: pytest.Config) -> None:
         _configure_audit(config)
     if not benchmarks:
         return
-    from .session import STATE_KEY, AgentbenchPlugin, is_worker
+    from pytest_agentbench.plugin.session import STATE_KEY, AgentbenchPlugin, is_worker
 
     state = AgentbenchPlugin(config, options.settings_from_config(config))
-    from .trials import configure_trials
+    from pytest_agentbench.plugin.trials import configure_trials
 
     configure_trials(config, controller=not is_worker(config))  # --bench-trials, --bench-compare, --bench-resume
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "agentbench-session")
     if not is_worker(config):
-        from .record.controller import RunController
+        from pytest_agentbench.plugin.controller import RunController
 
         config.pluginmanager.register(RunController(state), "agentbench-controller")
         if config.pluginmanager.hasplugin("xdist"):
-            from .xdist_support import XdistController
+            from pytest_agentbench.plugin.xdist import XdistController
 
             config.pluginmanager.register(XdistController(state), "agentbench-xdist")
         if config.pluginmanager.hasplugin("html"):
-            from .record.html import HtmlColumns
+            from pytest_agentbench.plugin.html import HtmlColumns
 
             config.pluginmanager.register(HtmlColumns(), "agentbench-html")
 
@@ -152,7 +153,7 @@ def _warn_unused_mockmed_options(config: pytest.Config) -> None:
 
 
 def _configure_audit(config: pytest.Config) -> None:
-    from .audit.pytest_plugin import AUDIT_KEY, AuditSession, AuditXdist
+    from pytest_agentbench.plugin.audit import AUDIT_KEY, AuditSession, AuditXdist
 
     session = AuditSession(config, options.audit_settings_from_config(config))
     config.stash[AUDIT_KEY] = session
@@ -168,12 +169,12 @@ def _configure_audit(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
     def mock(config: pytest.Config | None) -> Benchmark:
-        from .benches.mock import MockBenchmark
+        from pytest_agentbench.benches.mock import MockBenchmark
 
         return MockBenchmark()
 
     def mockmed(config: pytest.Config | None) -> Benchmark:
-        from .benches.mockmed.bench import ARMS, CONDITIONS, MockMedBenchmark
+        from pytest_agentbench.benches.mockmed.bench import ARMS, CONDITIONS, MockMedBenchmark
 
         def listed(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
             raw = config.getoption(name) if config is not None else None
@@ -190,19 +191,19 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
     registry.register("mockmed", mockmed, description="a local medical-records web app: does a workflow survive a UI change?")
 
     def waa(config: pytest.Config | None) -> Benchmark:
-        from .benches.waa.bench import WAABenchmark
+        from pytest_agentbench.benches.waa.bench import WAABenchmark
 
         return WAABenchmark.from_config(config)
 
     registry.register("waa", waa, description="Windows Agent Arena tasks on a live WAA server (--waa-examples, --waa-server)")
 
     def extradup(config: pytest.Config | None) -> object:
-        from .benches.extradup import make_provider
+        from pytest_agentbench.benches.extradup import make_provider
 
         return make_provider(config)
 
     def opencomputer(config: pytest.Config | None) -> Benchmark:
-        from .benches.opencomputer.bench import OpenComputerBenchmark
+        from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
 
         return OpenComputerBenchmark.from_config(config)
 
@@ -215,21 +216,21 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     def mock(config: pytest.Config | None) -> Agent:
-        from .agents import MockAgent
+        from pytest_agentbench.agents import MockAgent
 
         return MockAgent()
 
     def noop(config: pytest.Config | None) -> Agent:
-        from .agents import NoopAgent
+        from pytest_agentbench.agents import NoopAgent
 
         return NoopAgent()
 
     def scripted(config: pytest.Config | None) -> Agent:
-        from .agents import ScriptedAgent, load_script
+        from pytest_agentbench.agents import ScriptedAgent, load_script
 
         path = None
         if config is not None:
-            from .session import STATE_KEY
+            from pytest_agentbench.plugin.session import STATE_KEY
 
             state = config.stash.get(STATE_KEY, None)
             path = state.settings.agent_script if state is not None else config.getoption("agent_script")
@@ -242,17 +243,17 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
             raise pytest.UsageError(f"--bench-agent-script: {exc}") from None
 
     def api_claude(config: pytest.Config | None) -> Agent:
-        from .agents.claude import make_agent
+        from pytest_agentbench.agents.claude import make_agent
 
         return make_agent(config)
 
     def http(config: pytest.Config | None) -> Agent:
-        from .agents.http import make_agent
+        from pytest_agentbench.agents.http import make_agent
 
         return make_agent(config)
 
     def replay(config: pytest.Config | None) -> Agent:
-        from .agents.replay import make_agent
+        from pytest_agentbench.agents.replay import make_agent
 
         return make_agent(config)
 
@@ -260,7 +261,7 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     registry.register("noop", noop, description="says done at once; fails every task")
     registry.register("scripted", scripted, description="plays actions per task id from --bench-agent-script FILE")
     def api_claude_estimate(config: pytest.Config | None, screen: tuple[int, int]) -> object:
-        from .agents.claude import estimate_for  # needs neither the SDK nor a key
+        from pytest_agentbench.agents.claude import estimate_for  # needs neither the SDK nor a key
 
         return estimate_for(config, screen)
 
@@ -273,12 +274,12 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_audit_adapters(registry: AdapterRegistry) -> None:
     def toy(config: pytest.Config | None) -> object:
-        from .audit.adapters.toy import ToyAdapter
+        from pytest_agentbench.audit.adapters.toy import ToyAdapter
 
         return ToyAdapter()
 
     def appworld(config: pytest.Config | None) -> object:
-        from .audit.adapters.appworld import AppWorldAdapter, AppWorldSetupError
+        from pytest_agentbench.audit.adapters.appworld import AppWorldAdapter, AppWorldSetupError
 
         python = options.setting(config, "appworld_python") if config is not None else None
         root = options.setting(config, "appworld_root") if config is not None else None
@@ -299,7 +300,7 @@ def pytest_agentbench_register_audit_adapters(registry: AdapterRegistry) -> None
 # (``ShortFixtureNames``, registered in ``pytest_configure``).
 def bench_task(request: pytest.FixtureRequest) -> Task:
     """The task of the current benchmark item (``bench_task`` in benchmark runs)."""
-    from .session import task_from_item
+    from pytest_agentbench.plugin.session import task_from_item
 
     return task_from_item(request.node)
 
@@ -312,7 +313,7 @@ agentbench_task = pytest.fixture(name="agentbench_task")(bench_task)
 def bench_env(agentbench_task: Task, pytestconfig: pytest.Config) -> Benchmark:
     """The benchmark (environment and checker) of the current item; one instance per process
     (``bench_env`` in benchmark runs)."""
-    from .session import config_state
+    from pytest_agentbench.plugin.session import config_state
 
     return config_state(pytestconfig).benchmark(agentbench_task.benchmark)
 
@@ -325,7 +326,7 @@ def agentbench_agent(pytestconfig: pytest.Config) -> Agent:
     """The ``--bench-agent`` agent; one instance per process (the episode loop calls its ``reset``
     before each task). Override it, or ``agent`` in benchmark runs, in a conftest.py, with any
     scope, to test your own agent object without registering it."""
-    from .session import config_state
+    from pytest_agentbench.plugin.session import config_state
 
     return config_state(pytestconfig).agent()
 
@@ -335,7 +336,7 @@ def agentbench_vm(pytestconfig: pytest.Config) -> dict | None:
     """The cloud VM this process leased (``--pool aws|azure``), as a dict: ``name``,
     ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``, ``host_key``, ``created_at``.
     Without xdist the first use creates the run's one VM. None with a static pool or no pool."""
-    from .session import config_state
+    from pytest_agentbench.plugin.session import config_state
 
     pools = config_state(pytestconfig).pools
     return pools.vm() if pools is not None else None
@@ -343,7 +344,7 @@ def agentbench_vm(pytestconfig: pytest.Config) -> dict | None:
 
 def run_record(pytestconfig: pytest.Config) -> RunFolder | None:
     """The run folder (None under --collect-only)."""
-    from .session import config_state
+    from pytest_agentbench.plugin.session import config_state
 
     return config_state(pytestconfig).run_folder
 
@@ -359,7 +360,7 @@ def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
     objects the ``bench_task`` and ``bench_env`` fixtures give), which keeps the per-item fixture
     work to one fixture.
     """
-    from .session import OUTCOME_KEY, config_state, task_from_item
+    from pytest_agentbench.plugin.session import OUTCOME_KEY, config_state, task_from_item
 
     state = config_state(request.config)
     task = task_from_item(request.node)
@@ -380,7 +381,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
     """A fresh sandbox folder for this test: ``sandbox.run(argv, timeout=...)`` runs a command in it
     with ``/home/user`` and ``/tmp`` as its only writable folders and no network (bubblewrap), or
     in a plain folder with a warning when bubblewrap is missing or unusable (--sandbox-isolation)."""
-    from .infra.sandbox import Sandbox, session_isolation, session_limits
+    from pytest_agentbench.infra.sandbox import Sandbox, session_isolation, session_limits
 
     box = Sandbox(tmp_path_factory.mktemp("sandbox"), session_isolation(pytestconfig),
                   limits=session_limits(pytestconfig))
@@ -394,7 +395,7 @@ def audit_run(request: pytest.FixtureRequest) -> dict:
     """Audits the item's task (once per task per process) during setup and returns this item's
     run result. Runs that could not be judged (error, invalid control, no reference) fail here,
     so pytest reports them as errors."""
-    from .audit.pytest_plugin import AUDIT_KEY, RUN_KEY
+    from pytest_agentbench.plugin.audit import AUDIT_KEY, RUN_KEY
 
     session = request.config.stash.get(AUDIT_KEY, None)
     if session is None:

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import metrics as m
+from pytest_agentbench import metrics as m
 
 if TYPE_CHECKING:
-    from ..session import AgentbenchPlugin
+    from pytest_agentbench.plugin.session import AgentbenchPlugin
 
 SUMMARY_SCHEMA = "pytest-agentbench/summary/v1"
 
@@ -56,14 +56,14 @@ class RunController:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
         # DSession (trylast) starts the workers, which need the folder's path.
-        from .runfolder import RunFolder, default_run_name
+        from pytest_agentbench.record.runfolder import RunFolder, default_run_name
 
         config = session.config
         settings = self.state.settings
         if config.option.collectonly or self.state.manifest is None or not self.state.manifest.suites:
             return  # nothing to play (only suite benchmarks, which keep their own records)
         self._session = session
-        from ..resume import record_identity, resumed_folder
+        from pytest_agentbench.plugin.resume import record_identity, resumed_folder
 
         folder = resumed_folder(self, config)  # --bench-resume RUN: RUN's folder, its final records kept
         name = settings.run_name or default_run_name(settings.benchmarks, self._player(settings.agent))
@@ -147,7 +147,7 @@ class RunController:
         if not report.failed or report.nodeid in self.recorded:
             return None
         if self._tasks_by_nodeid is None:
-            from ..collect import task_nodeid
+            from pytest_agentbench.plugin.episodes import task_nodeid
 
             manifest = self.state.manifest
             self._tasks_by_nodeid = {task_nodeid(suite.name, task): task
@@ -155,7 +155,7 @@ class RunController:
         task = self._tasks_by_nodeid.get(report.nodeid)
         if task is None:
             return None
-        from .artifacts import base_payload
+        from pytest_agentbench.plugin.artifacts import base_payload
 
         message = " ".join(str(report.longrepr or "the process running this item died").split())[:500]
         payload = base_payload(report.nodeid, task, self.state.settings.agent)
@@ -198,8 +198,8 @@ class RunController:
                 for r in self.records
             ],
         }
-        from ..trials import trial_settings
-        from .stats_report import add_junit_properties, summary_fields
+        from pytest_agentbench.plugin.trials import trial_settings
+        from pytest_agentbench.record.stats_report import add_junit_properties, summary_fields
 
         trials = trial_settings(session.config).trials
         self.summary.update(summary_fields(self.records, trials))
@@ -217,13 +217,13 @@ class RunController:
         # The gate is decided first: a failure to write a view must not let a bad run pass.
         try:
             folder.write_json(folder.summary_path, self.summary)
-            from .viewer import write_viewer
+            from pytest_agentbench.record.viewer import write_viewer
 
             write_viewer(folder.path)
         except OSError as exc:
             self.write_error = self.write_error or f"ERROR: could not write the run summary in {folder.path}: {_os_error(exc)}"
         if settings.inspect_log is not None:
-            from .inspect_log import write_inspect_log
+            from pytest_agentbench.record.inspect_log import write_inspect_log
 
             status = "cancelled" if session.exitstatus == pytest.ExitCode.INTERRUPTED else "success"
             try:
@@ -264,7 +264,7 @@ class RunController:
             tr.write_line("")
             for line in m.domain_table(self.summary["by_domain"]):
                 tr.write_line(line)
-        from .stats_report import terminal_lines
+        from pytest_agentbench.record.stats_report import terminal_lines
 
         tr.write_line("")
         for line in terminal_lines(self.summary["statistics"], domains=True):

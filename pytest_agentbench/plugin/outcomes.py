@@ -1,0 +1,31 @@
+"""An episode's outcome as pytest's control flow: pass, skip, or fail (a scored failure as
+``EpisodeFailed``, the only failure a ``--bench-baseline`` xfail accepts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_agentbench.outcomes import Outcome
+
+
+class EpisodeFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """A scored failure (checker said no, or the agent erred). The only exception a ``--bench-baseline``
+    xfail accepts, so infrastructure errors of known-failing tasks still show as errors.
+
+    It presents itself as pytest's own ``Failed`` so reports read ``Failed: <reason>``."""
+
+    __module__ = "builtins"
+
+
+EpisodeFailed.__name__ = EpisodeFailed.__qualname__ = "Failed"
+
+
+def raise_outcome(outcome: Outcome) -> None:
+    """Turn an outcome into pytest's control flow. ``error`` raises from setup (the caller's job)."""
+    if outcome.kind == "passed":
+        return
+    if outcome.kind == "skipped":
+        pytest.skip(outcome.message)
+    if outcome.kind == "failed":
+        raise EpisodeFailed(outcome.message, pytrace=False)
+    pytest.fail(outcome.message, pytrace=False)
