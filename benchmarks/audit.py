@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import (  # noqa: E402 - a sibling script, not a package
+from overhead import (
     RunFailed,
     _children_cpu,
     _finite,

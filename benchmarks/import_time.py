@@ -67,7 +67,6 @@ def pytest_collection_finish(session):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import foreign_plugins  # noqa: E402 - a sibling script, not a package
 
-
 #: Set by main: a private PYTHONPYCACHEPREFIX, so runs reuse bytecode as on a developer's machine
 #: even where PYTHONDONTWRITEBYTECODE is set (else each run recompiles every plugin module).
 PYCACHE: Path | None = None

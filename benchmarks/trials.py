@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import NO_MATCH, prepare, print_table  # noqa: E402 - a sibling script, not a package
+from overhead import NO_MATCH, prepare, print_table
 
 NOISE = 1.10  # --check allows 10% over K
 

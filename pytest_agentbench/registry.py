@@ -10,7 +10,6 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_agentbench.agent import Agent
-    from pytest_agentbench.benchmark import Benchmark
 
 T = TypeVar("T")
 

@@ -198,7 +198,7 @@ _RG = _SUB + r"/resourcegroups/(?P<rg>[^/]+)"
 
 
 #: Fakes by name, for a pytest run in process whose conftest must reach the test's fake.
-REGISTRY: dict[str, "FakeARM"] = {}
+REGISTRY: dict[str, FakeARM] = {}
 
 
 class FakeARM:

@@ -57,7 +57,7 @@ def test_readme_snippet_runs_unchanged_and_prints_zero(tmp_path):
 def test_compute_metrics_has_the_reference_keys():
     results = evaluate_agent_on_benchmark(MockAgent(), WAAMockAdapter(num_tasks=5))
     metrics = compute_metrics(results)
-    assert REFERENCE_KEYS <= set(metrics)
+    assert set(metrics) >= REFERENCE_KEYS
     assert metrics["success_rate"] == 1.0 and metrics["avg_steps"] == 1.0 and metrics["num_outcome_tasks"] == 5
     assert [r.task_id for r in results] == ["mock_chrome_001", "mock_chrome_002", "mock_clock_001",
                                             "mock_clock_002", "mock_file_explorer_001"]

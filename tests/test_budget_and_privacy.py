@@ -7,9 +7,8 @@ import io
 import json
 
 import pytest
-from PIL import Image
-
 from conftest import only_run_folder, results
+from PIL import Image
 
 PAID_AGENT = '''
 import pytest

@@ -12,9 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from PIL import Image
-
 from conftest import QUIET, results
+from PIL import Image
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
 OWN_AGENT = EXAMPLES / "own_agent" / "conftest.py"

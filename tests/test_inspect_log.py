@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import OUTCOME_BENCH, only_run_folder, results
+
 from pytest_agentbench.record.inspect_log import build_log, check_path, log_file_name, write_inspect_log
 
 #: ``inspect view`` lists a .json log only when its name matches this (inspect_ai.log._file).
@@ -34,7 +34,7 @@ def inspect_ai_log():  # type: ignore[no-untyped-def]
     dropped when the run ends, which breaks pydantic's generic models on the next use."""
     try:
         import inspect_ai.log
-        import inspect_ai.scorer  # noqa: F401 - for recomputed()
+        import inspect_ai.scorer  # for recomputed()
     except ImportError:
         return None
     return inspect_ai.log

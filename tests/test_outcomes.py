@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import OUTCOME_BENCH, only_run_folder, results
 
 

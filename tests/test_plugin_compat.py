@@ -23,7 +23,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from conftest import OUTCOME_BENCH, only_run_folder, results
 from test_schema import validate_run, validators  # noqa: F401 - the fixture
 

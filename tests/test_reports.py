@@ -10,7 +10,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from conftest import only_run_folder, results, run_folders
 
 QUICK_START_BLOCK = """\

@@ -25,9 +25,9 @@ from pytest_agentbench import MockAgent, NoopAgent, WAAMockAdapter, evaluate_age
 from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA
 from pytest_agentbench.metrics import Attempt, metrics
 from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict
-from pytest_agentbench.record import schemas
 from pytest_agentbench.plugin.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload
 from pytest_agentbench.plugin.controller import ATTEMPT_FIELDS, SUMMARY_SCHEMA
+from pytest_agentbench.record import schemas
 from pytest_agentbench.record.models import RECORD_MODELS, AttemptSummary, ResultRecord, Status
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
@@ -306,7 +306,7 @@ def test_python_api_writes_valid_records(validators, tmp_path):
 
 def test_python_api_every_episode_end(validators, tmp_path):
     namespace: dict[str, Any] = {}
-    exec(compile(OUTCOME_BENCH, "outcome_bench", "exec"), namespace)  # noqa: S102 - the same benchmark as above
+    exec(compile(OUTCOME_BENCH, "outcome_bench", "exec"), namespace)
     records = evaluate_agent_on_benchmark(namespace["OutcomeAgent"](), namespace["OutcomeBench"](),
                                           results_dir=tmp_path, run_name="ends")
     assert {r.error_type for r in records} == {None, "agent", "infrastructure", "evaluation"}

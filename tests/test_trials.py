@@ -6,8 +6,8 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import QUIET, only_run_folder, results, run_folders
+
 from pytest_agentbench import stats
 from pytest_agentbench.plugin.trials import trial_seed
 

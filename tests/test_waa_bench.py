@@ -194,7 +194,7 @@ class StubClient:
         self.calls.append(("close", None))
 '''
 _stub_module: dict = {}
-exec(STUB_SOURCE, _stub_module)  # noqa: S102 - the same source the inner runs' conftest.py holds
+exec(STUB_SOURCE, _stub_module)
 StubClient = _stub_module["StubClient"]
 
 

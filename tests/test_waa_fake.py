@@ -216,7 +216,7 @@ def test_target_id_click_uses_last_tree(fake, client):
     fake._notepad()
     obs = client.observe()
     edit = obs.accessibility_tree["children"][0]["children"][0]
-    assert "pyautogui.click(640, 375)" == client.action_code(Action(type="click", target_id=edit["id"]))
+    assert client.action_code(Action(type="click", target_id=edit["id"])) == "pyautogui.click(640, 375)"
     with pytest.raises(ValueError, match="not in the last observation"):
         client.action_code(Action(type="click", target_id="999"))
 

@@ -73,7 +73,7 @@ def install_stubs() -> None:
         pass
 
     pygetwindow.PyGetWindowException = PyGetWindowException  # type: ignore[attr-defined]
-    pygetwindow.getAllWindows = lambda: []  # type: ignore[attr-defined]
+    pygetwindow.getAllWindows = list  # type: ignore[attr-defined]
     pygetwindow.getWindowsWithTitle = lambda title: []  # type: ignore[attr-defined]
 
 

@@ -72,8 +72,8 @@ import warnings
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_agentbench.agent import Agent, StepEstimate, Usage
-from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.agents import prices
+from pytest_agentbench.model import Action, Observation, Task
 
 if TYPE_CHECKING:
     import pytest
@@ -96,10 +96,10 @@ TOOL_NEW = ("computer_20251124", "computer-use-2025-11-24")
 TOOL_2025_01 = ("computer_20250124", "computer-use-2025-01-24")
 #: Model family -> (tool type, beta flag); see the table in the module docstring.
 TOOL_VERSIONS: dict[str, tuple[str, str]] = {
-    **{family: TOOL_NEW for family in ("claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-5")},
-    **{family: TOOL_2025_01 for family in (
+    **dict.fromkeys(("claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-5"), TOOL_NEW),
+    **dict.fromkeys((
         "claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4", "claude-opus-4-0",
-        "claude-sonnet-4", "claude-sonnet-4-0", "claude-3-7-sonnet")},
+        "claude-sonnet-4", "claude-sonnet-4-0", "claude-3-7-sonnet"), TOOL_2025_01),
 }
 #: Families whose API accepts only the ``computer_toolset_20260801`` toolset (a different protocol).
 TOOLSET_ONLY = frozenset({"claude-sonnet-5-5", "claude-opus-5-5"})

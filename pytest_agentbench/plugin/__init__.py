@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.plugin import hookspecs
-from pytest_agentbench.plugin import options
+from pytest_agentbench.plugin import hookspecs, options
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

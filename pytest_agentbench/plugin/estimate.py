@@ -46,8 +46,8 @@ def step_estimate(config: pytest.Config, registry: Any, agent_name: str, screen:
 
 
 def lines(config: pytest.Config, state: Any, items: list[Any]) -> list[str]:
-    from pytest_agentbench.plugin.episodes import BenchItem
     from pytest_agentbench.episode import step_limit
+    from pytest_agentbench.plugin.episodes import BenchItem
     from pytest_agentbench.plugin.resume import not_done
     from pytest_agentbench.plugin.session import task_from_item
 

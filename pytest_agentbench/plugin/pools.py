@@ -468,10 +468,10 @@ class PoolManager:
             terminalreporter.write_line(f"Model cost: {money(model)} (from the agents); total {money(total)}")
 
     def _print_estimate(self, terminalreporter: Any) -> None:
+        from pytest_agentbench.infra.prices import money
         from pytest_agentbench.plugin.episodes import BenchItem
         from pytest_agentbench.plugin.resume import not_done
         from pytest_agentbench.plugin.session import STATE_KEY
-        from pytest_agentbench.infra.prices import money
 
         session = getattr(terminalreporter, "_session", None)
         items = [i for i in (getattr(session, "items", None) or []) if isinstance(i, BenchItem)]

@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from pytest_agentbench.agent import Agent
     from pytest_agentbench.benchmark import Benchmark
     from pytest_agentbench.budget import Budget
-    from pytest_agentbench.plugin.pools import PoolManager
     from pytest_agentbench.manifest import Manifest
     from pytest_agentbench.model import EpisodeRecord, Observation, Task
     from pytest_agentbench.outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's StashKey["Outcome"]
+    from pytest_agentbench.plugin.pools import PoolManager
     from pytest_agentbench.record.runfolder import RunFolder
     from pytest_agentbench.registry import AgentRegistry, BenchmarkRegistry
 
@@ -61,7 +61,7 @@ class AgentbenchPlugin:
         #: The machine pool (``--pool``): leases, connections, VM lifecycle. None without it.
         self.pools: PoolManager | None = None
         self._pointed: set[str] = set()
-        self._budget: Budget | None | bool = None
+        self._budget: Budget | bool | None = None
         self._estimate: list[str] = []
         self._scrub_impls: list[Any] | None = None
         from pytest_agentbench.plugin.task_timeout import own_timeout

@@ -38,7 +38,7 @@ STATUSES = ("started", "success", "cancelled", "error")
 #: Terminal actions end the episode and are never executed: no tool call, no tool result.
 TERMINAL = ("done", "fail", "answer", "error")
 
-TrajectorySource = Union[Callable[[Mapping[str, Any]], Union[Mapping[str, Any], None]], str, os.PathLike, None]
+TrajectorySource = Union[Callable[[Mapping[str, Any]], Mapping[str, Any] | None], str, os.PathLike, None]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 

@@ -23,7 +23,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.trajectory.model import DIVERGENCE_CHECKED, DURATION_SECONDS, FINGERPRINT, VERDICT, Trace, TraceFormatError, TraceStep
+from pytest_agentbench.trajectory.model import (
+    DIVERGENCE_CHECKED,
+    DURATION_SECONDS,
+    FINGERPRINT,
+    VERDICT,
+    Trace,
+    TraceFormatError,
+    TraceStep,
+)
 
 __all__ = [
     "TraceFormatError",

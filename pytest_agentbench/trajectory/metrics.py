@@ -24,7 +24,17 @@ from collections.abc import Callable
 from itertools import islice
 from types import MemberDescriptorType
 
-from pytest_agentbench.trajectory.model import DIVERGENCE_CHECKED, DURATION_SECONDS, FINGERPRINT, FINGERPRINT_VERDICT, VERDICT, MetricResult, TestCase, Trace, expected_calls_problem
+from pytest_agentbench.trajectory.model import (
+    DIVERGENCE_CHECKED,
+    DURATION_SECONDS,
+    FINGERPRINT,
+    FINGERPRINT_VERDICT,
+    VERDICT,
+    MetricResult,
+    TestCase,
+    Trace,
+    expected_calls_problem,
+)
 
 Metric = Callable[[Trace, TestCase], MetricResult]
 

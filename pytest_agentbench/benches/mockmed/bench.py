@@ -16,9 +16,19 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.benches.mockmed.arms import (
+    ARMS,
+    GOLD_NOTE,
+    GOLD_PATIENT,
+    GOLD_TYPE,
+    CompiledReplay,
+    banner,
+    record_workflow,
+    script_by_name,
+    script_by_position,
+)
 from pytest_agentbench.benchmark import Benchmark, InfrastructureError
 from pytest_agentbench.model import Action, Criterion, Observation, Task, Verdict
-from pytest_agentbench.benches.mockmed.arms import ARMS, GOLD_NOTE, GOLD_PATIENT, GOLD_TYPE, CompiledReplay, banner, record_workflow, script_by_name, script_by_position
 
 if TYPE_CHECKING:
     from pytest_agentbench.benches.mockmed.app import MockMedServer

@@ -29,19 +29,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.agent import Agent
+from pytest_agentbench.benches.opencomputer.checks import (
+    DEFAULT_TIMEOUT,
+    Judge,
+    install_verifier,
+    run_checks,
+    verifier_script,
+)
+from pytest_agentbench.benches.opencomputer.tasks import (
+    BENCHMARK,
+    BROKEN,
+    OpenComputerTaskError,
+    broken_task,
+    load_tasks,
+    read_task,
+    resolve_tasks_dir,
+)
 from pytest_agentbench.benchmark import Benchmark, EvaluationError, InfrastructureError
 from pytest_agentbench.model import Action, Observation, Verdict
-from pytest_agentbench.benches.opencomputer.checks import DEFAULT_TIMEOUT, Judge, install_verifier, run_checks, verifier_script
-from pytest_agentbench.benches.opencomputer.tasks import BENCHMARK, BROKEN, OpenComputerTaskError, broken_task, load_tasks, read_task, resolve_tasks_dir
 
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agentbench.infra.sandbox import Isolation, Limits, Sandbox
-    from pytest_agentbench.model import Task
     from pytest_agentbench.benches.opencomputer.desktop import Desktop
     from pytest_agentbench.benches.opencomputer.harness import Harness
     from pytest_agentbench.benches.opencomputer.image import ImagePython
+    from pytest_agentbench.infra.sandbox import Isolation, Limits, Sandbox
+    from pytest_agentbench.model import Task
 
 
 class StandIn(Agent):
@@ -121,11 +135,11 @@ class OpenComputerBenchmark(Benchmark):
 
         if config is None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
-        from pytest_agentbench.infra.sandbox import isolation_mode, session_isolation, session_limits
         from pytest_agentbench.benches.opencomputer.checks import load_judge
         from pytest_agentbench.benches.opencomputer.harness import find_checkout
         from pytest_agentbench.benches.opencomputer.image import ImageError, choose_python
         from pytest_agentbench.benches.opencomputer.options import opencomputer_settings
+        from pytest_agentbench.infra.sandbox import isolation_mode, session_isolation, session_limits
 
         settings = opencomputer_settings(config)
         if settings.tasks is None:
@@ -238,8 +252,8 @@ class OpenComputerBenchmark(Benchmark):
         return self._python
 
     def _new_sandbox(self, **options: Any) -> Sandbox:
-        from pytest_agentbench.infra.sandbox import Sandbox
         from pytest_agentbench.benches.opencomputer.image import ENV, UID
+        from pytest_agentbench.infra.sandbox import Sandbox
 
         self._close_sandbox()
         files = options.pop("files", [])
@@ -263,8 +277,8 @@ class OpenComputerBenchmark(Benchmark):
     def app_unavailable(self, app: str) -> str | None:
         """Why an agent cannot play ``app`` here (None when it can); looked up once per app."""
         if app not in self._unavailable:
-            from pytest_agentbench.infra.sandbox import SANDBOX_PATH
             from pytest_agentbench.benches.opencomputer.desktop import unavailable
+            from pytest_agentbench.infra.sandbox import SANDBOX_PATH
 
             path = SANDBOX_PATH if self.isolation.isolated else None
             reason = unavailable(app, search_path=path)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_agentbench.benchmark import EvaluationError
-from pytest_agentbench.model import Criterion, Verdict
 from pytest_agentbench.benches.opencomputer.checks import Judge
 from pytest_agentbench.benches.opencomputer.tasks import check_kind
+from pytest_agentbench.benchmark import EvaluationError
+from pytest_agentbench.model import Criterion, Verdict
 
 
 def error_reply(detail: dict[str, Any]) -> str | None:

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.plugin.options import OPENCOMPUTER_DEFAULT_TIMEOUT, OPENCOMPUTER_HARNESS, OPENCOMPUTER_VERIFIER_ERRORS, SANDBOX_ISOLATION_MODES, add_opencomputer_options, add_sandbox_options, opencomputer_timeout, setting
+from pytest_agentbench.plugin.options import (
+    OPENCOMPUTER_DEFAULT_TIMEOUT,
+    setting,
+)
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.benchmark import Benchmark, InfrastructureError
 from pytest_agentbench.benches.waa import scoring
 from pytest_agentbench.benches.waa.settings import DEFAULT_SERVER, WAASettings
 from pytest_agentbench.benches.waa.tasks import DEFAULT_INDEX, TaskSet, WAATaskError
-from pytest_agentbench.benches.waa.upstream import HOW_TO_POINT, UpstreamEvaluator, WAAUpstreamError, infer_client, locate_client
+from pytest_agentbench.benches.waa.upstream import (
+    HOW_TO_POINT,
+    UpstreamEvaluator,
+    WAAUpstreamError,
+    infer_client,
+    locate_client,
+)
+from pytest_agentbench.benchmark import Benchmark, InfrastructureError
 
 if TYPE_CHECKING:
     import pytest

@@ -42,10 +42,10 @@ from urllib.parse import quote, urlsplit
 import httpx
 import tenacity
 
+from pytest_agentbench.benches.waa import downloads, scoring
 from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
 from pytest_agentbench.infra.retry import call_with_retries
 from pytest_agentbench.model import Action, Criterion, Observation, Verdict
-from pytest_agentbench.benches.waa import downloads, scoring
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -589,7 +589,7 @@ class WAAClient:
             return f"pyautogui.{fn}({x}, {y})"
         if kind == "type":
             code = f"pyautogui.typewrite({action.text!r}, interval=0.02)"
-            if action.x is not None and action.y is not None or action.target_id is not None:
+            if (action.x is not None and action.y is not None) or action.target_id is not None:
                 x, y = self._point(action)
                 code = f"pyautogui.click({x}, {y}); " + code
             return code

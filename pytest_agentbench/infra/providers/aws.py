@@ -37,7 +37,17 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pytest_agentbench.infra.providers.base import CREATED_TAG, NAME_TAG, RUN_TAG, VM, Leftover, Provider, ProviderConfig, ProviderError, VMSpec
+from pytest_agentbench.infra.providers.base import (
+    CREATED_TAG,
+    NAME_TAG,
+    RUN_TAG,
+    VM,
+    Leftover,
+    Provider,
+    ProviderConfig,
+    ProviderError,
+    VMSpec,
+)
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient

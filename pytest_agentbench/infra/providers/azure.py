@@ -33,7 +33,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
-from pytest_agentbench.infra.providers.base import CREATED_TAG, NAME_TAG, RUN_TAG, VM, Leftover, Provider, ProviderConfig, ProviderError, VMSpec
+from pytest_agentbench.infra.providers.base import (
+    CREATED_TAG,
+    NAME_TAG,
+    RUN_TAG,
+    VM,
+    Leftover,
+    Provider,
+    ProviderConfig,
+    ProviderError,
+    VMSpec,
+)
 
 VNET = "agentbench-vnet"
 VNET_PREFIX = "10.42.0.0/16"

@@ -64,7 +64,15 @@ separate evaluate server (see ``evaluate``): the real WAA server has no such rou
 
 from __future__ import annotations
 
-from pytest_agentbench.testing.waa_server.desktop import APP_TITLES, DOCUMENTS, DOWNLOADS, HOME, NS, SimulatedDesktop, winpath
+from pytest_agentbench.testing.waa_server.desktop import (
+    APP_TITLES,
+    DOCUMENTS,
+    DOWNLOADS,
+    HOME,
+    NS,
+    SimulatedDesktop,
+    winpath,
+)
 from pytest_agentbench.testing.waa_server.evaluate import ReferenceEvaluator
 from pytest_agentbench.testing.waa_server.server import FakeWAAServer
 

@@ -66,7 +66,7 @@ MISSING_EXECUTABLE = "[WinError 2] The system cannot find the file specified"
 def winpath(path: str) -> str:
     """Normalise a Windows path: backslashes, ``~`` and ``%USERPROFILE%`` expanded, no trailing slash."""
     path = str(path).strip().replace("/", "\\")
-    path = re.sub(r"%userprofile%", HOME.replace("\\", "\\\\"), path, flags=re.I)
+    path = re.sub(r"%userprofile%", HOME.replace("\\", "\\\\"), path, flags=re.IGNORECASE)
     if path.startswith("~"):
         path = HOME + path[1:]
     path = ntpath.normpath(path)
@@ -76,7 +76,7 @@ def winpath(path: str) -> str:
 def expand(path: str) -> str:
     """``os.path.expandvars(os.path.expanduser(path))`` as on the machine: ``~`` and ``%USERPROFILE%``
     expanded, the rest (slashes included) as given. The real server does this to upload paths."""
-    path = re.sub(r"%userprofile%", HOME.replace("\\", "\\\\"), str(path), flags=re.I)
+    path = re.sub(r"%userprofile%", HOME.replace("\\", "\\\\"), str(path), flags=re.IGNORECASE)
     return HOME + path[1:] if path.startswith("~") else path
 
 

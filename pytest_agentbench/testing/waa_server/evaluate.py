@@ -63,7 +63,7 @@ class ReferenceEvaluator:
             data = self.cloud_files.get(url)
             if data is None:
                 try:
-                    with urllib.request.urlopen(url, timeout=30) as reply:  # noqa: S310 - task-given URL
+                    with urllib.request.urlopen(url, timeout=30) as reply:
                         data = reply.read()
                 except OSError as exc:
                     raise scoring.CannotScore(f"cloud_file {url} could not be fetched: {exc}") from exc

@@ -29,7 +29,15 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from pytest_agentbench.testing.waa_server.desktop import DESKTOP, DOCUMENTS, DOWNLOADS, MissingProgram, NotSimulated, expand, winpath
+from pytest_agentbench.testing.waa_server.desktop import (
+    DESKTOP,
+    DOCUMENTS,
+    DOWNLOADS,
+    MissingProgram,
+    NotSimulated,
+    expand,
+    winpath,
+)
 
 if TYPE_CHECKING:
     from pytest_agentbench.testing.waa_server.server import FakeWAAServer
@@ -267,7 +275,7 @@ def download_file(fake: FakeWAAServer, request: Request) -> Any:
     if not url or not path:
         return text(400, "Path or URL not supplied!")
     try:
-        with urllib.request.urlopen(url, timeout=30) as reply:  # noqa: S310 - task-given URL
+        with urllib.request.urlopen(url, timeout=30) as reply:
             data = reply.read()
     except OSError as exc:
         return text(500, f"Failed to download {url}. No retries left. Error: {exc}")
@@ -413,19 +421,19 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(status, json.dumps(body).encode(), "application/json")
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._dispatch("PUT")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         self._dispatch("PATCH")
 
     def _dispatch(self, method: str) -> None:

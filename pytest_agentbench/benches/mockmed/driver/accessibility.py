@@ -164,7 +164,7 @@ class TreeBuilder:
         for index, child in enumerate(el.children):
             if isinstance(child, str):
                 text = " ".join(child.split())
-                if not text or _role(el) is not None and _role(el) in _LEAF_ROLES:
+                if not text or (_role(el) is not None and _role(el) in _LEAF_ROLES):
                     continue
                 frags = [f for f in el.frags if f[7] == index]
                 if not frags:

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.model import Action, Observation
 from pytest_agentbench.benches.mockmed.driver.protocol import APP_NAME, VIEWPORT
+from pytest_agentbench.model import Action, Observation
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator

@@ -9,14 +9,21 @@ from __future__ import annotations
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.model import Action, Observation
 from pytest_agentbench.benches.mockmed.driver.accessibility import TreeBuilder
-from pytest_agentbench.benches.mockmed.driver.dom import Element, input_type, is_control, is_submit, is_textbox, parse_html
+from pytest_agentbench.benches.mockmed.driver.dom import (
+    Element,
+    input_type,
+    is_control,
+    is_submit,
+    is_textbox,
+    parse_html,
+)
 from pytest_agentbench.benches.mockmed.driver.fonts import font_family
 from pytest_agentbench.benches.mockmed.driver.layout import Layout
 from pytest_agentbench.benches.mockmed.driver.paint import paint
 from pytest_agentbench.benches.mockmed.driver.protocol import APP_NAME, VIEWPORT
 from pytest_agentbench.benches.mockmed.driver.style import page_vars
+from pytest_agentbench.model import Action, Observation
 
 if TYPE_CHECKING:
     import httpx
