@@ -224,7 +224,7 @@ def pytest_run(args: list[str], env: dict[str, str], *, files: dict[str, str], e
             cmd += ["--audit-out", str(report)]
         cpu0 = _children_cpu()
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
         cpu = _children_cpu() - cpu0
         last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""

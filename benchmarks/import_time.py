@@ -93,7 +93,7 @@ def tiny_project(probe: bool = False) -> Path:
 
 
 def run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, cwd=cwd, env=env or child_env(), capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, env=env or child_env(), capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])
         raise SystemExit(f"error: {' '.join(cmd)} exited {proc.returncode}:\n{tail}")

@@ -134,7 +134,7 @@ class RealWAAServer:
 
     def _client_windows(self) -> list[tuple[str, int, str]]:
         """``(window id, pid, title)`` of each client window of the window manager (``wmctrl -lp``)."""
-        result = subprocess.run(["wmctrl", "-lp"], env=self.env, capture_output=True, text=True, timeout=10)
+        result = subprocess.run(["wmctrl", "-lp"], env=self.env, capture_output=True, text=True, timeout=10, check=False)
         windows = []
         for line in result.stdout.splitlines():
             parts = line.split(None, 4)
@@ -163,7 +163,7 @@ class RealWAAServer:
         # Windows opened through the server (/setup/launch) are not ours to track: close each one
         # through the window manager, then stop the programs of those that stay.
         for window_id, _, _ in self._client_windows():
-            subprocess.run(["wmctrl", "-i", "-c", window_id], env=self.env, capture_output=True, timeout=10)
+            subprocess.run(["wmctrl", "-i", "-c", window_id], env=self.env, capture_output=True, timeout=10, check=False)
         deadline = time.monotonic() + 5
         while self._client_windows() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -297,7 +297,7 @@ def start_real_server(workdir: Path) -> RealWAAServer:
         parts.append(_spawn(["openbox"], env, workdir / "openbox.log"))
 
         def window_manager_up() -> bool:
-            return subprocess.run(["wmctrl", "-m"], env=env, capture_output=True, timeout=10).returncode == 0
+            return subprocess.run(["wmctrl", "-m"], env=env, capture_output=True, timeout=10, check=False).returncode == 0
 
         _wait_until("openbox did not start", window_manager_up, START_TIMEOUT, lambda: _tail(workdir / "openbox.log"),
                     watch=parts[-1])
