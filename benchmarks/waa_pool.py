@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         for server in servers:
             server.start()
             serve_notepad_gold(server, task)
-        base = project(folder, args.tasks) + ["--pool", "static", "--pool-hosts", ",".join(s.url for s in servers)]
+        base = [*project(folder, args.tasks), "--pool", "static", "--pool-hosts", ",".join(s.url for s in servers)]
         serial = timed([*base, "-p", "no:xdist"], folder)
         calls_serial = sum(len(s.requests) for s in servers)
         parallel = timed([*base, "-n", str(args.workers)], folder)

@@ -339,7 +339,7 @@ class TestWrongValue:
 class TestExtra:
     def test_repeats_the_last_write_right_after_it(self):
         edit = apply_operator(SPLIT, "extra", DEFAULT_POLICY)
-        assert edit.calls == SPLIT[:5] + [SPLIT[4]] + SPLIT[5:]
+        assert edit.calls == [*SPLIT[:5], SPLIT[4], *SPLIT[5:]]
         assert edit.calls[4] is not edit.calls[5]
         assert edit.calls[4]["data"] is not edit.calls[5]["data"]
         assert edit.detail["repeated"] == {"index": 4, "url": "/toy/payment_requests"}

@@ -308,7 +308,7 @@ def test_check_path_accepts_files_and_directories_and_refuses_the_rest(tmp_path:
     with pytest.raises(ValueError, match=r"only Inspect's JSON log format .* give a \.json file or a directory"):
         check_path("run.eval")
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(ValueError, match="existing file that is not .json"):
+    with pytest.raises(ValueError, match=r"existing file that is not \.json"):
         check_path(str(tmp_path / "notes.txt"))
     with pytest.raises(ValueError, match="needs a PATH"):
         check_path(" ")

@@ -31,7 +31,7 @@ def test_required_fields_per_action_type(kwargs, message):
 
 
 def test_negative_or_nan_coordinates_are_rejected_with_the_value():
-    with pytest.raises(ValidationError, match="coordinate -5.0 must be a finite number"):
+    with pytest.raises(ValidationError, match=r"coordinate -5\.0 must be a finite number"):
         Action(type="click", x=-5, y=1)
     with pytest.raises(ValidationError, match="coordinate nan"):
         Action(type="click", x=float("nan"), y=1)

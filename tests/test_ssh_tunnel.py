@@ -231,7 +231,7 @@ def test_stop_closes_local_ports(sshd, waa):
 
 
 def test_missing_key_file_and_conflicting_options(sshd, tmp_path):
-    with pytest.raises(TunnelError, match="key file .* does not exist"):
+    with pytest.raises(TunnelError, match=r"key file .* does not exist"):
         sshd.tunnel(key_filename=tmp_path / "nope").start()
     with pytest.raises(ValueError, match="not both"):
         SSHTunnel("h", 22, "u", host_key=sshd.host_pub, insecure_accept_any_host_key=True)

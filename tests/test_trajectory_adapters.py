@@ -355,13 +355,13 @@ def test_fixtura_unreadable_traces_are_named(tmp_path, records, message) -> None
 def test_fixtura_branch_point_must_be_in_the_parent(tmp_path) -> None:
     write_jsonl(tmp_path / "p.trace", [tool_event("step-1")])
     write_jsonl(tmp_path / "b.trace", [{"event_type": "trace_header", "parent_trace_id": "p", "divergence_step_id": "step-9"}])
-    with pytest.raises(TraceFormatError, match="divergence_step_id 'step-9' is not a step of p.trace"):
+    with pytest.raises(TraceFormatError, match=r"divergence_step_id 'step-9' is not a step of p\.trace"):
         from_fixtura_trace(tmp_path / "b.trace")
 
 
 def test_fixtura_missing_file_is_an_error(tmp_path) -> None:
     # REF: a missing file returns an empty trace, no error
-    with pytest.raises(TraceFormatError, match="Fixtura trace not found: .*nope.trace"):
+    with pytest.raises(TraceFormatError, match=r"Fixtura trace not found: .*nope\.trace"):
         from_fixtura_trace(tmp_path / "nope.trace")
 
 
@@ -380,11 +380,11 @@ def test_fixtura_corrupt_zstd_and_binary_garbage(zstd, tmp_path) -> None:
         from_fixtura_trace(broken)
     trailing = tmp_path / "trailing.trace"
     trailing.write_bytes((DATA / "canon.trace").read_bytes() + b"\x28\xb5\x2f\xfdjunk")
-    with pytest.raises(TraceFormatError, match="trailing.trace: not a readable zstd stream"):
+    with pytest.raises(TraceFormatError, match=r"trailing\.trace: not a readable zstd stream"):
         from_fixtura_trace(trailing)
     garbage = tmp_path / "garbage.trace"
     garbage.write_bytes(b"\xff\xfe\x00binary")
-    with pytest.raises(TraceFormatError, match="garbage.trace: neither zstd-compressed nor UTF-8 JSON lines"):
+    with pytest.raises(TraceFormatError, match=r"garbage\.trace: neither zstd-compressed nor UTF-8 JSON lines"):
         from_fixtura_trace(garbage)
 
 
@@ -447,13 +447,13 @@ def test_run_record_unreadable_records_are_named(mutate, message) -> None:
 
 
 def test_run_record_files_that_cannot_be_read(tmp_path) -> None:
-    with pytest.raises(TraceFormatError, match="run record not found: .*missing.json"):
+    with pytest.raises(TraceFormatError, match=r"run record not found: .*missing\.json"):
         from_run_record(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(TraceFormatError, match="bad.json: not a JSON file"):
+    with pytest.raises(TraceFormatError, match=r"bad\.json: not a JSON file"):
         from_run_record(tmp_path / "bad.json")
     (tmp_path / "list.json").write_text("[]")
-    with pytest.raises(TraceFormatError, match="list.json: a run record is a JSON object, got list"):
+    with pytest.raises(TraceFormatError, match=r"list\.json: a run record is a JSON object, got list"):
         from_run_record(str(tmp_path / "list.json"))
 
 
@@ -478,12 +478,12 @@ ODD = [None, 0, 1.5, True, "", "x", "{}", "[1]", "{bad", [], [1, "a"], {}, {"x":
 
 
 def _odd_message(rng) -> object:
-    message = {key: rng.choice(ODD + [rng.choice(["user", "assistant", "tool", "function", "system"])])
+    message = {key: rng.choice([*ODD, rng.choice(["user", "assistant", "tool", "function", "system"])])
                for key in rng.sample(["role", "content", "tool_calls", "tool_call_id", "function_call", "name"], rng.randrange(7))}
     if rng.random() < 0.5:
         message["role"] = rng.choice(["user", "assistant", "tool", "function"])
     if rng.random() < 0.4:
-        message["tool_calls"] = [{"id": rng.choice(ODD), "function": rng.choice(ODD + [{"name": rng.choice(ODD), "arguments": rng.choice(ODD)}])}
+        message["tool_calls"] = [{"id": rng.choice(ODD), "function": rng.choice([*ODD, {"name": rng.choice(ODD), "arguments": rng.choice(ODD)}])}
                                  for _ in range(rng.randrange(3))]
     return message if rng.random() < 0.95 else rng.choice(ODD)
 
@@ -507,7 +507,7 @@ def test_adapters_never_fail_with_anything_but_a_trace_format_error() -> None:
             lambda: from_langchain_run(_odd_run(rng)),
             lambda: from_run_record({**record, "steps": [rng.choice([{"action": {"type": rng.choice(["click", "answer", "fail", 3])}},
                                                                      {"action": rng.choice(ODD)}, rng.choice(ODD)])],
-                                     "verdict": rng.choice(ODD + [{"criteria": rng.choice(ODD)}]), "task": rng.choice(ODD + [record["task"]])}),
+                                     "verdict": rng.choice([*ODD, {"criteria": rng.choice(ODD)}]), "task": rng.choice([*ODD, record["task"]])}),
         ]
         for attempt in attempts:
             try:

@@ -136,9 +136,10 @@ def _odd_trace(rng: random.Random) -> Trace:
             denied=rng.choice([False, False, True, 1, None]), divergent=rng.choice([False, False, True, "yes"]),
             latency_ms=rng.choice([None, 5.0, -1, "7", True])))
     return Trace(task_id="odd", steps=steps, final_output=rng.choice(["", "done", None, 3, ["x"]]),
-                 actual_state=rng.choice(ODD_VALUES), metadata=rng.choice(ODD_VALUES + [
-                     {"fingerprint": None}, {"verdict": True}, {"verdict": ["PASS"]}, {"fingerprint": "f", "verdict": ""},
-                     {"divergence_checked": True}, {"duration_seconds": "3"}, {"duration_seconds": 2.5}]))
+                 actual_state=rng.choice(ODD_VALUES), metadata=rng.choice([
+                     *ODD_VALUES, {"fingerprint": None}, {"verdict": True}, {"verdict": ["PASS"]},
+                     {"fingerprint": "f", "verdict": ""}, {"divergence_checked": True}, {"duration_seconds": "3"},
+                     {"duration_seconds": 2.5}]))
 
 
 def _odd_case(rng: random.Random) -> TestCase:
@@ -577,7 +578,7 @@ def test_the_references_example_suite_scores_the_same(name) -> None:
     if name == "case4_denied":
         # REF Goal Completion: 1.0 / True "No expected state to match."; ours: not evaluated
         assert results[3].passed is None
-        ours = ours[:3] + (1.0,)
+        ours = (*ours[:3], 1.0)
     assert ours == pytest.approx(ref_scores)
     assert [r.passed for r in results[:3]] == [s == 1.0 for s in ref_scores[:3]]
 

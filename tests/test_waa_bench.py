@@ -235,7 +235,7 @@ def test_a_server_that_is_down_is_an_infrastructure_error():
     with pytest.raises(InfrastructureError, match="WAA server at http://vm:5001 is not reachable"):
         bench.reset(task)
     bench = WAABenchmark(EXAMPLES, ready_timeout=2.5, client_factory=lambda settings, upstream: StubClient(settings, upstream, up=False))
-    with pytest.raises(InfrastructureError, match="did not answer /probe within 2.5s"):
+    with pytest.raises(InfrastructureError, match=r"did not answer /probe within 2\.5s"):
         bench.reset(task)
     with pytest.raises(InfrastructureError, match="not reachable"):  # waits once, then probes
         bench.reset(task)

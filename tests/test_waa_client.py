@@ -194,7 +194,7 @@ def test_retry_after_is_capped_by_the_request_timeout(unavailable):
 def test_retries_run_out_with_retry_after_too(unavailable):
     unavailable.replies[:] = [(503, "1")] * 5
     with _real_client(unavailable, retries=2, backoff=0.0, jitter=0.0) as client, \
-            pytest.raises(InfrastructureError, match="failed after 3 attempt.*HTTP 503"):
+            pytest.raises(InfrastructureError, match=r"failed after 3 attempt.*HTTP 503"):
         client.setup([{"type": "close_all", "parameters": {}}])
     assert client.sleeps == [1.0, 1.0] and len(unavailable.paths) == 3
 
@@ -379,7 +379,7 @@ def test_download_is_fetched_by_the_harness_and_uploaded(file_server):
         upload = [r for r in fake.requests if r["path"] == "/setup/upload"]
         assert len(upload) == 1 and upload[0]["form"] == {"file_path": target}
         assert not any(r["path"] == "/setup/download_file" for r in fake.requests)
-        with pytest.raises(InfrastructureError, match="failed after 3 attempts: .*HTTP 404"):
+        with pytest.raises(InfrastructureError, match=r"failed after 3 attempts: .*HTTP 404"):
             client.setup([{"type": "download", "parameters": {"files": [{"url": f"{file_server}/missing", "path": target}]}}])
         client.close()
 
@@ -412,7 +412,7 @@ def test_download_redirects_are_checked_hop_by_hop_and_sizes_capped():
 
     public = lambda host: ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]
     http = httpx.Client(transport=httpx.MockTransport(handler))
-    with pytest.raises(DownloadRefused, match="169.254.169.254, a non-public address"):
+    with pytest.raises(DownloadRefused, match=r"169\.254\.169\.254, a non-public address"):
         fetch(http, "http://files.example/hop", resolve=public)
     with pytest.raises(DownloadRefused, match="more than 5 redirects"):
         fetch(http, "http://files.example/loop", resolve=public)

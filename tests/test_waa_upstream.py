@@ -134,7 +134,7 @@ def test_and_is_the_mean_and_or_the_max(evaluator):
 
 def test_what_is_not_a_judgement_is_an_error(evaluator):
     down = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(EvaluationError, match="metric or getter that upstream does not have.*no_such_metric"):
+    with pytest.raises(EvaluationError, match=r"metric or getter that upstream does not have.*no_such_metric"):
         evaluator.evaluate(rule_task(["no_such_metric"], [1], [1]), "DONE", down)
     notepad = json.loads((EXAMPLES / "notepad" / f"{NOTEPAD_TASK}.json").read_text())
     with pytest.raises(InfrastructureError, match=r"scoring could not read the VM: POST .*/file during scoring"):
@@ -155,7 +155,7 @@ def test_a_worker_that_cannot_start_or_hangs_is_an_infrastructure_error(tmp_path
     hang = tmp_path / "hang"
     hang.write_text("#!/bin/sh\nsleep 30\n")
     hang.chmod(0o755)
-    with pytest.raises(InfrastructureError, match="did not finish within 0.5s"):
+    with pytest.raises(InfrastructureError, match=r"did not finish within 0\.5s"):
         UpstreamEvaluator(client, str(hang), timeout=0.5).evaluate(rule_task(["exact_match"], [1], [1]), "DONE", "x")
     silent = tmp_path / "silent"
     silent.write_text("#!/bin/sh\necho broken >&2\nexit 3\n")

@@ -20,9 +20,8 @@ HOME = "C:\\Users\\Docker"
 DOCUMENTS = HOME + "\\Documents"
 DESKTOP = HOME + "\\Desktop"
 DOWNLOADS = HOME + "\\Downloads"
-DEFAULT_FOLDERS = ("C:\\", "C:\\Users", HOME) + tuple(
-    f"{HOME}\\{name}" for name in ("Desktop", "Documents", "Downloads", "Pictures", "Music", "Videos")
-)
+DEFAULT_FOLDERS = ("C:\\", "C:\\Users", HOME, *(
+    f"{HOME}\\{name}" for name in ("Desktop", "Documents", "Downloads", "Pictures", "Music", "Videos")))
 #: The namespaces of upstream's accessibility trees (``_accessibility_ns_map`` in its server), the
 #: same on Windows and Linux; the fake uses st, cp, val and win.
 NS = {

@@ -173,7 +173,7 @@ class TreeBuilder:
                        max(f[1] + f[3] for f in frags)]
                 holder = Element("#text", {}, el)
                 holder.box = box
-                child_path = path + (len(out),)
+                child_path = (*path, len(out))
                 node_id = f"text:{'.'.join(map(str, child_path))}"
                 self.by_id.setdefault(node_id, el)
                 out.append({"role": "text", "name": text, "id": node_id, "bbox": self._bbox(holder),
@@ -187,7 +187,7 @@ class TreeBuilder:
             return []
         role = _role(el)
         if role is not None:
-            return [self._node(el, role, path + (start,))]
+            return [self._node(el, role, (*path, start))]
         if el.tag == "label":
             control = self._wrapped_control(el)
             if control is not None:
@@ -195,14 +195,14 @@ class TreeBuilder:
                 if role is None:
                     return []
                 box_of = control if control.box is not None else el
-                return [self._node(control, role, path + (start,), box_of=box_of)]
+                return [self._node(control, role, (*path, start), box_of=box_of)]
         if not self._has_role_inside(el) and not any(
                 isinstance(c, Element) and c.style.get("display") in BLOCKISH and not self._hidden(c)
                 for c in el.children):
             text = el.text()
             if not text or el.box is None:
                 return []
-            return [self._node(el, "text", path + (start,), name=text)]
+            return [self._node(el, "text", (*path, start), name=text)]
         # A plain container: its content joins the parent's children.
         nodes: list[dict[str, Any]] = []
         for index, child in enumerate(el.children):
@@ -214,7 +214,7 @@ class TreeBuilder:
                 holder = Element("#text", {}, el)
                 holder.box = [min(f[0] for f in frags), min(f[1] for f in frags),
                               max(f[0] + f[2] for f in frags), max(f[1] + f[3] for f in frags)]
-                node_id = f"text:{'.'.join(map(str, path + (start + len(nodes),)))}"
+                node_id = f"text:{'.'.join(map(str, (*path, start + len(nodes))))}"
                 self.by_id.setdefault(node_id, el)
                 nodes.append({"role": "text", "name": text, "id": node_id, "bbox": self._bbox(holder),
                               "children": []})
@@ -228,7 +228,7 @@ def iter_nodes(tree: dict[str, Any], ancestors: tuple[dict[str, Any], ...] = ()
     """Every node of an accessibility tree with its ancestors (root first), in document order."""
     yield tree, ancestors
     for child in tree.get("children", ()):
-        yield from iter_nodes(child, ancestors + (tree,))
+        yield from iter_nodes(child, (*ancestors, tree))
 
 
 def find_nodes(tree: dict[str, Any], *, role: str | None = None, name: str | None = None,
