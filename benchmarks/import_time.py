@@ -170,12 +170,12 @@ def import_figures(repeat: int) -> dict[str, Any]:
 
 # -- 3. modules ---------------------------------------------------------------------------------
 def modules_after_import() -> dict[str, Any]:
-    brief = run([sys.executable, "-c", "import sys, pytest_agentbench.plugin; "
-                 f"print([m for m in {HEAVY!r} if m in sys.modules])"]).stdout.strip()
+    brief = run([sys.executable, "-c", ("import sys, pytest_agentbench.plugin; "
+                                        f"print([m for m in {HEAVY!r} if m in sys.modules])")]).stdout.strip()
     pytest_only = run([sys.executable, "-c", f"import sys, pytest; print([m for m in {HEAVY!r} if m in sys.modules])"]
                       ).stdout.strip()
-    added = run([sys.executable, "-c", "import sys, pytest; before = set(sys.modules); import pytest_agentbench.plugin; "
-                 "print(' '.join(sorted(set(sys.modules) - before)))"]).stdout.split()
+    added = run([sys.executable, "-c", ("import sys, pytest; before = set(sys.modules); import pytest_agentbench.plugin; "
+                                        "print(' '.join(sorted(set(sys.modules) - before)))")]).stdout.split()
     return {"heavy_after_plugin_import": brief, "heavy_after_pytest_import": pytest_only, "added_by_plugin": added}
 
 

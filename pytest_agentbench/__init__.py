@@ -26,7 +26,8 @@ _ALIASES = {
     "BenchmarkAgent": "Agent", "BenchmarkAdapter": "Benchmark", "BenchmarkResult": "EpisodeRecord",
 }
 
-__all__ = sorted([*_EXPORTS, *_ALIASES, "__version__"])
+# Built from the lazy-export tables, so it cannot drift from them.
+__all__ = sorted([*_EXPORTS, *_ALIASES, "__version__"])  # noqa: PLE0605 - a list, computed
 
 
 def __getattr__(name: str) -> Any:
@@ -47,7 +48,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from pytest_agentbench.agent import Agent as Agent
-    from pytest_agentbench.agent import Agent as BenchmarkAgent
+    from pytest_agentbench.agent import Agent as BenchmarkAgent  # noqa: F401 - an old name, re-exported through _ALIASES
     from pytest_agentbench.agents import MockAgent as MockAgent
     from pytest_agentbench.agents import NoopAgent as NoopAgent
     from pytest_agentbench.agents import ScriptedAgent as ScriptedAgent
@@ -56,20 +57,20 @@ if TYPE_CHECKING:
     from pytest_agentbench.api import evaluate_agent_on_benchmark as evaluate_agent_on_benchmark
     from pytest_agentbench.benches.mock import MockBenchmark as MockBenchmark
     from pytest_agentbench.benchmark import Benchmark as Benchmark
-    from pytest_agentbench.benchmark import Benchmark as BenchmarkAdapter
+    from pytest_agentbench.benchmark import Benchmark as BenchmarkAdapter  # noqa: F401 - an old name, re-exported through _ALIASES
     from pytest_agentbench.benchmark import EvaluationError as EvaluationError
     from pytest_agentbench.benchmark import InfrastructureError as InfrastructureError
     from pytest_agentbench.episode import run_episode as run_episode
     from pytest_agentbench.episode import step_limit as step_limit
     from pytest_agentbench.model import Action as Action
-    from pytest_agentbench.model import Action as BenchmarkAction
+    from pytest_agentbench.model import Action as BenchmarkAction  # noqa: F401 - an old name, re-exported through _ALIASES
     from pytest_agentbench.model import Criterion as Criterion
-    from pytest_agentbench.model import EpisodeRecord as BenchmarkResult
+    from pytest_agentbench.model import EpisodeRecord as BenchmarkResult  # noqa: F401 - an old name, re-exported through _ALIASES
     from pytest_agentbench.model import EpisodeRecord as EpisodeRecord
-    from pytest_agentbench.model import Observation as BenchmarkObservation
+    from pytest_agentbench.model import Observation as BenchmarkObservation  # noqa: F401 - an old name, re-exported through _ALIASES
     from pytest_agentbench.model import Observation as Observation
     from pytest_agentbench.model import Step as Step
-    from pytest_agentbench.model import Task as BenchmarkTask
+    from pytest_agentbench.model import Task as BenchmarkTask  # noqa: F401 - an old name, re-exported through _ALIASES
     from pytest_agentbench.model import Task as Task
     from pytest_agentbench.model import Verdict as Verdict
     from pytest_agentbench.outcomes import Outcome as Outcome

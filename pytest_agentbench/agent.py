@@ -65,10 +65,10 @@ class Agent(ABC):
     ) -> Action:
         """Return one action."""
 
-    def reset(self) -> None:
+    def reset(self) -> None:  # noqa: B027 - an optional hook: agents without state keep this no-op
         """Forget the previous episode. Called before each task."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: agents holding nothing keep this no-op
         """Release clients and connections. Called once per process."""
 
     def take_usage(self) -> Usage | None:

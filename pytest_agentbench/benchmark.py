@@ -11,6 +11,8 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; typing_extensions comes with pydantic
+
     from pytest_agentbench.model import Action, Observation, Task, Verdict
 
 
@@ -75,14 +77,14 @@ class Benchmark(ABC):
         for names the run shows, such as the run folder's; None when the ``--bench-agent`` agent plays."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: benchmarks holding nothing keep this no-op
         """Release what the benchmark holds (servers, temporary files). Called once per process."""
 
     def describe(self) -> dict[str, Any]:
         """Facts about this benchmark for the run record (versions, server URLs, ...)."""
         return {"name": self.name}
 
-    def __enter__(self) -> Benchmark:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

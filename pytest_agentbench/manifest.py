@@ -82,11 +82,11 @@ def _check_task(benchmark: str, task: Any) -> None:
     if not isinstance(task, Task):
         raise pytest.UsageError(f"benchmark {benchmark!r} listed a {type(task).__name__}, not a Task; "
                                 "list_tasks must return pytest_agentbench.Task objects")
-    for field in ("task_id", "domain"):
-        value = getattr(task, field)
+    for attr in ("task_id", "domain"):
+        value = getattr(task, attr)
         problem = name_problem(value)
         if problem is not None:
-            raise pytest.UsageError(f"benchmark {benchmark!r}: {field} {shown(value)} {problem}")
+            raise pytest.UsageError(f"benchmark {benchmark!r}: {attr} {shown(value)} {problem}")
 
 
 def _sort_key(task: dict[str, Any]) -> tuple[str, str]:

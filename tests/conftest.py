@@ -208,7 +208,7 @@ def moto_ami(moto_server: str) -> str:
     ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_server,
                        aws_access_key_id="testing", aws_secret_access_key="testing")
     images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "name", "Values": ["*ubuntu*"]}])["Images"]
-    return sorted(i["ImageId"] for i in images)[0]
+    return min(i["ImageId"] for i in images)
 
 
 def notepad_project(root: Path, count: int) -> list[str]:

@@ -13,7 +13,11 @@ import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; typing_extensions comes with pydantic
+
 
 _ids = itertools.count(1)
 
@@ -138,6 +142,7 @@ class Recorder:
         return http.Client(transport=http.MockTransport(self.handle), base_url="https://api.example.test")
 
 
+
 class FakeMessagesServer:
     """A real loopback HTTP server answering ``POST /v1/messages`` with ``script(request, headers)``."""
 
@@ -179,7 +184,7 @@ class FakeMessagesServer:
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
-    def __enter__(self) -> FakeMessagesServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -30,11 +30,11 @@ from fake_anthropic import (
 
 anthropic = pytest.importorskip("anthropic")  # imported here, before any inner pytest run
 
-from pytest_agentbench.agent import StepEstimate
-from pytest_agentbench.agents import claude
-from pytest_agentbench.agents.claude import ClaudeAgent, ClaudeAPIError, declared_size, key_action
-from pytest_agentbench.budget import Budget, BudgetSpent
-from pytest_agentbench.model import Action, Observation, Task
+from pytest_agentbench.agent import StepEstimate  # noqa: E402 - after the importorskip: the SDK is imported first
+from pytest_agentbench.agents import claude  # noqa: E402 - after the importorskip: the SDK is imported first
+from pytest_agentbench.agents.claude import ClaudeAgent, ClaudeAPIError, declared_size, key_action  # noqa: E402 - after the importorskip: the SDK is imported first
+from pytest_agentbench.budget import Budget, BudgetSpent  # noqa: E402 - after the importorskip: the SDK is imported first
+from pytest_agentbench.model import Action, Observation, Task  # noqa: E402 - after the importorskip: the SDK is imported first
 
 KEY = "sk-ant-test-0123456789abcdefSECRET"
 TASK = Task(task_id="t1", instruction="Press the Submit button.")

@@ -154,8 +154,8 @@ def test_conditions_change_words_and_palette_not_ids(tmp_path: Path, condition: 
     themed = '<body class="drift-theme">' in tasks
     assert themed == (condition == "theme")
     # Same markup apart from the words and the body class: the layout does not move.
-    strip = lambda html: re.sub(r">(View|Open|Submit Encounter|Save Encounter)<", "><", html).replace(
-        ' class="drift-theme"', "")
+    def strip(html: str) -> str:
+        return re.sub(r">(View|Open|Submit Encounter|Save Encounter)<", "><", html).replace(' class="drift-theme"', "")
     assert [strip(p) for p in pages[clean]] == [strip(p) for p in pages[other]]
 
 

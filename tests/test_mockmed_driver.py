@@ -184,8 +184,8 @@ def test_screenshot_is_lazy_and_a_snapshot(driver: HeadlessDriver, monkeypatch: 
     after = driver.act(typed("a long user name that shows up in the field"))
     assert calls == []
     box = node(before, role="textbox", name="Username")["bbox"]
-    crop = lambda obs: Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop(
-        (box[0] + 4, box[1] + 4, box[2] - 4, box[3] - 4))
+    def crop(obs):
+        return Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop((box[0] + 4, box[1] + 4, box[2] - 4, box[3] - 4))
     empty, filled = crop(before), crop(after)
     assert len(calls) == 2
     # The earlier observation still shows the empty field; the later one shows dark text in it.
@@ -311,8 +311,9 @@ def test_playwright_driver_matches_the_headless_tree(tmp_path: Path) -> None:
             mine = headless.observe() if action is None else headless.act(action)
             real = chromium.observe() if action is None else chromium.act(action)
             # Each server stamps its own save time; everything else must match.
-            flat = lambda obs: [(n["role"], re.sub(r"^Saved \S+ \S+ UTC$", "Saved <time>", n["name"]), n["id"],
-                                 n.get("value"), n.get("checked")) for n, _ in iter_nodes(obs.accessibility_tree)]
+            def flat(obs):
+                return [(n["role"], re.sub(r"^Saved \S+ \S+ UTC$", "Saved <time>", n["name"]), n["id"],
+                         n.get("value"), n.get("checked")) for n, _ in iter_nodes(obs.accessibility_tree)]
             assert flat(mine) == flat(real), action
             assert mine.raw["focused"] == real.raw["focused"]
             boxes = {n["id"]: n["bbox"] for n, _ in iter_nodes(real.accessibility_tree)}

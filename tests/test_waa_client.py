@@ -288,7 +288,7 @@ def test_wait_ready_and_probe_against_fake():
 # ---------------------------------------------------------------- setup steps
 def test_setup_step_types_use_the_real_endpoints():
     def handler(r):
-        if r.url.path in ("/setup/execute",):
+        if r.url.path == "/setup/execute":
             return httpx.Response(200, json={"status": "success", "output": "", "error": "", "returncode": 0})
         if r.url.path == "/json/list":
             return httpx.Response(200, json=[{"id": "T1", "type": "page", "url": "https://a.example/"},
@@ -410,7 +410,8 @@ def test_download_redirects_are_checked_hop_by_hop_and_sizes_capped():
             return httpx.Response(302, headers={"location": "/loop"})
         return httpx.Response(200, content=b"x" * 2048)
 
-    public = lambda host: ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]
+    def public(host):
+        return ["93.184.216.34"] if host == "files.example" else ["169.254.169.254"]
     http = httpx.Client(transport=httpx.MockTransport(handler))
     with pytest.raises(DownloadRefused, match=r"169\.254\.169\.254, a non-public address"):
         fetch(http, "http://files.example/hop", resolve=public)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import notepad_project, only_run_folder, results
 
-EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
 from pytest_agentbench.testing import NOTEPAD_TASK as NOTEPAD
+
+EXAMPLES = Path(__file__).parent / "data" / "waa" / "examples"
 
 
 @pytest.fixture

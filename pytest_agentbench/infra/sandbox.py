@@ -143,10 +143,7 @@ class RunResult:
         """One line for error messages: how it ended and the last line of stderr."""
         if self.output_over:
             return f"printed output over {self.output_over} MB and was killed"
-        if self.timed_out:
-            how = f"timed out after {self.seconds:.1f} s and was killed"
-        else:
-            how = f"exited {self.returncode}"
+        how = f"timed out after {self.seconds:.1f} s and was killed" if self.timed_out else f"exited {self.returncode}"
         tail = [line for line in self.stderr.strip().splitlines() if line.strip()]
         return how + (f": {tail[-1].strip()[:200]}" if tail else "")
 

@@ -259,13 +259,13 @@ class ReportHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, CaseItem) and item.payload is not None:
-            if report.when == "call" or (report.when == "setup" and not report.passed):
-                setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-                if report.skipped and isinstance(report.longrepr, tuple):
-                    # No line: a case file has none worth showing. pytest's terminal prints a None
-                    # line as "path: reason", though its annotation says int.
-                    report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]
+        if isinstance(item, CaseItem) and item.payload is not None and (
+                report.when == "call" or (report.when == "setup" and not report.passed)):
+            setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
+            if report.skipped and isinstance(report.longrepr, tuple):
+                # No line: a case file has none worth showing. pytest's terminal prints a None
+                # line as "path: reason", though its annotation says int.
+                report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]
         return report
 
 

@@ -25,7 +25,9 @@ def _cell(side: dict[str, int] | None) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    rate = (lambda v: "n/a" if v is None else f"{v * 100:.1f}%")
+    def rate(v: float | None) -> str:
+        return "n/a" if v is None else f"{v * 100:.1f}%"
+
     ci = result["ci95"]
     interval = f"[{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}] points" if ci else "n/a"
     diff = "n/a" if result["difference"] is None else f"{result['difference'] * 100:+.1f} points"

@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from pytest_agentbench import metrics as m
 
@@ -38,7 +38,7 @@ STATUSES = ("started", "success", "cancelled", "error")
 #: Terminal actions end the episode and are never executed: no tool call, no tool result.
 TERMINAL = ("done", "fail", "answer", "error")
 
-TrajectorySource = Union[Callable[[Mapping[str, Any]], Mapping[str, Any] | None], str, os.PathLike, None]
+TrajectorySource = Callable[[Mapping[str, Any]], Mapping[str, Any] | None] | str | os.PathLike | None
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 

@@ -34,8 +34,8 @@ def terminal_lines(statistics: Mapping[str, Any], *, domains: bool) -> list[str]
     method = METHODS.get(str(s.get("ci_method")), "n/a")
     lines = [
         "Statistics (95% confidence, outcomes only)",
-        f"Success rate: {format_rate(s['success_rate'])} {format_interval(s['ci95'])} ({method}; "
-        f"{s['passes']} of {s['outcome_trials']} outcome trials, {s['tasks_with_outcomes']} tasks)",
+        (f"Success rate: {format_rate(s['success_rate'])} {format_interval(s['ci95'])} ({method}; "
+         f"{s['passes']} of {s['outcome_trials']} outcome trials, {s['tasks_with_outcomes']} tasks)"),
     ]
     if s["max_trials"] > 1:
         lines.append(f"pass@k:       {_curve(s['pass_at_k'])}")

@@ -477,10 +477,9 @@ def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None,
         raise TraceFormatError(f"{path}: parent trace {parent_path.name} not found next to it "
                                "(Fixtura looks for <parent_trace_id>.trace in the same folder)")
     _, parent_events = _fixtura_events(parent_path, seen)
-    for cut, (event, _, _) in enumerate(parent_events):
-        if event.get("step_id") == divergence_id:
-            break
-    else:
+    cut = next((index for index, (event, _, _) in enumerate(parent_events) if event.get("step_id") == divergence_id),
+               None)
+    if cut is None:
         raise TraceFormatError(f"{path}: divergence_step_id {divergence_id!r} is not a step of {parent_path.name}")
     shared = [(event, where, False) for event, where, _ in parent_events[:cut + 1]]
     if own:

@@ -141,17 +141,11 @@ def json_equal(a: object, b: object) -> bool:
     if isinstance(a, dict):
         if not isinstance(b, dict) or len(a) != len(b):
             return False
-        for key, value in a.items():
-            if key not in b or not json_equal(value, b[key]):
-                return False
-        return True
+        return all(key in b and json_equal(value, b[key]) for key, value in a.items())
     if isinstance(a, (list, tuple)):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):
             return False
-        for x, y in zip(a, b):
-            if not json_equal(x, y):
-                return False
-        return True
+        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(b, (dict, list, tuple)):
         return False
     try:

@@ -384,7 +384,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _form(self) -> dict[str, str]:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
-        return {k: v for k, v in urllib.parse.parse_qsl(raw, keep_blank_values=True)}
+        return dict(urllib.parse.parse_qsl(raw, keep_blank_values=True))
 
     def _not_found(self, user: str | None) -> None:
         self._send(HTTPStatus.NOT_FOUND, render_not_found(condition=self.server.condition, user=user))

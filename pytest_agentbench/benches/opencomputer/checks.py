@@ -193,7 +193,7 @@ def run_checks(sandbox: Sandbox, verifier: str, checks: list[dict[str, Any]], *,
         answers = [{"passed": False, "error": str(exc)} for _ in evals]
         for index, _, _ in evals:
             run.errors.append(f"verification[{index}] `{checks[index]['command']}`: {exc}")
-    for (index, expr, data), answer in zip(evals, answers, strict=True):
+    for (index, _expr, data), answer in zip(evals, answers, strict=True):
         entry: dict[str, Any] = {"command": checks[index]["command"],
                                  "description": checks[index].get("description", checks[index]["command"]),
                                  "passed": bool(answer.get("passed")), "result": data}

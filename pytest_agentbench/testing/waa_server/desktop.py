@@ -331,7 +331,7 @@ class SimulatedDesktop:
                 continue
             used = {node.id for node in ast.walk(stmt) if isinstance(node, ast.Name)} & {"pyautogui", "time"}
             if used - imported:
-                raise NotSimulated(f"name {sorted(used - imported)[0]!r} is not defined")
+                raise NotSimulated(f"name {min(used - imported)!r} is not defined")
             if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) == "pyautogui.FAILSAFE":
                 continue
             if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):

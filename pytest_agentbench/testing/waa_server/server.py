@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import threading
 from http.server import ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.testing.waa_server.desktop import SimulatedDesktop
 from pytest_agentbench.testing.waa_server.evaluate import ReferenceEvaluator
 from pytest_agentbench.testing.waa_server.handler import Handler
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; typing_extensions comes with pydantic
 
 
 class FakeWAAServer(SimulatedDesktop):
@@ -74,8 +77,9 @@ class FakeWAAServer(SimulatedDesktop):
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeWAAServer:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

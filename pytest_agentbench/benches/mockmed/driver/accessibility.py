@@ -130,10 +130,7 @@ class TreeBuilder:
         return el.text()
 
     def _gen_id(self, el: Element, role: str, path: tuple[int, ...]) -> str:
-        if el.id:
-            node_id = el.id
-        else:
-            node_id = f"{role}:{'.'.join(map(str, path))}"
+        node_id = el.id or f"{role}:{'.'.join(map(str, path))}"
         self.by_id.setdefault(node_id, el)
         return node_id
 

@@ -231,7 +231,7 @@ class HeadlessDriver:
         for el in page.elements:
             box = el.box
             if box is not None and box[0] <= x < box[2] and box[1] <= py < box[3] and \
-                    el.style.get("display") not in ("none",) and el.tag not in ("html", "body"):
+                    el.style.get("display") != "none" and el.tag not in ("html", "body"):
                 hit = el
         return hit
 

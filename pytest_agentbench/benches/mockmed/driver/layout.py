@@ -66,7 +66,7 @@ class Layout:
         if el._mc is not None:
             return el._mc
         st = el.style
-        _, r, _, l = st.get("pad", (0, 0, 0, 0))
+        _, r, _, left = st.get("pad", (0, 0, 0, 0))
         bw = self._bw(st)
         if isinstance(st.get("width"), (int, float)):
             el._mc = float(st["width"])
@@ -91,7 +91,7 @@ class Layout:
                 else:
                     run += self._inline_width(child, st)
             inner = max(inner, run)
-        el._mc = inner + l + r + 2 * bw
+        el._mc = inner + left + r + 2 * bw
         return el._mc
 
     def _inline_width(self, node: Element | str, style: dict[str, Any]) -> float:
@@ -120,7 +120,7 @@ class Layout:
         if st["display"] in ("none", "overlay"):
             return 0.0
         mt, mb = st.get("mt", 0), st.get("mb", 0)
-        t, r, b, l = st.get("pad", (0, 0, 0, 0))
+        t, r, b, left = st.get("pad", (0, 0, 0, 0))
         bw = self._bw(st)
         width = st.get("width")
         if isinstance(width, (int, float)):
@@ -135,7 +135,7 @@ class Layout:
             w = float(st["maxw"])
         x0 = x + (avail - w) / 2 if st.get("maxw") and avail > w else x
         y0 = y + mt
-        cx, cy, cw = x0 + l + bw, y0 + t + bw, max(0.0, w - l - r - 2 * bw)
+        cx, cy, cw = x0 + left + bw, y0 + t + bw, max(0.0, w - left - r - 2 * bw)
         if el.tag in ("input", "textarea"):
             content_h = self._line_height(st)
         elif st["display"] == "flex":

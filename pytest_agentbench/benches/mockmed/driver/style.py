@@ -14,12 +14,12 @@ from pytest_agentbench.benches.mockmed.driver.dom import Element, input_type
 
 
 def _pad(t: float, r: float | None = None, b: float | None = None,
-         l: float | None = None) -> tuple[float, float, float, float]:
+         left: float | None = None) -> tuple[float, float, float, float]:
     """CSS shorthand padding: top, then right, bottom and left defaulting the way CSS does."""
     r = t if r is None else r
     b = t if b is None else b
-    l = r if l is None else l
-    return (t, r, b, l)
+    left = r if left is None else left
+    return (t, r, b, left)
 
 
 _BLOCK_TAGS = frozenset({"html", "body", "div", "header", "main", "section", "nav", "footer", "form", "ul", "ol",
