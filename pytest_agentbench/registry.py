@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_agentbench.agent import Agent
+    from pytest_agentbench.benchmark import Benchmark  # noqa: F401 - named by the string in _Registry["Benchmark"]
 
 T = TypeVar("T")
 

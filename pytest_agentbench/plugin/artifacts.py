@@ -190,7 +190,7 @@ def save_episode(
     return payload
 
 
-def _task_key():  # type: ignore[no-untyped-def]
+def _task_key():
     from pytest_agentbench.plugin.episodes import TASK_KEY
 
     return TASK_KEY

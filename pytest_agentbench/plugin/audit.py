@@ -36,7 +36,7 @@ WORKER_INPUT = "agentbench_audit"
 PROTOCOL = ("task_ids", "reference", "deliver")
 
 
-class AuditFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+class AuditFailed(pytest.fail.Exception):
     """A false accept. Reads as pytest's ``Failed`` in reports."""
 
     __module__ = "builtins"
@@ -221,7 +221,7 @@ class AuditSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         config = self.config
         if hasattr(config, "workerinput"):
-            frozen = config.workerinput[WORKER_INPUT]  # type: ignore[attr-defined]
+            frozen = config.workerinput[WORKER_INPUT]
             self.name, self.task_ids = frozen["name"], tuple(frozen["tasks"])
             return
         self.adapter = self.make_adapter()

@@ -37,8 +37,8 @@ def described(function: Callable[..., Any], doc: str) -> Callable[..., Any]:
     code = getattr(function, "__code__", None)
     if code is None:
         return function
-    copy = types.FunctionType(code, function.__globals__, function.__name__,  # type: ignore[attr-defined]
-                              function.__defaults__, function.__closure__)  # type: ignore[attr-defined]
+    copy = types.FunctionType(code, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
     copy.__doc__ = doc
     copy.__qualname__ = function.__qualname__
     copy.__module__ = function.__module__

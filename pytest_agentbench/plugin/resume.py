@@ -220,7 +220,7 @@ def reports_of(record: Mapping[str, Any], note: str) -> list[pytest.TestReport]:
         made = pytest.TestReport(nodeid, location, {}, outcome, longrepr, when, duration=seconds,
                                  user_properties=properties)
         if wasxfail is not None:
-            made.wasxfail = wasxfail  # type: ignore[attr-defined]
+            made.wasxfail = wasxfail
         return made
 
     if status == "error":

@@ -133,7 +133,7 @@ def json_equal(a: object, b: object) -> bool:
     tb = type(b)
     if ta is tb:
         if ta is str or ta is int or ta is float:
-            return a == b  # type: ignore[no-any-return]
+            return a == b
         if ta is bool or ta is type(None):
             return False  # equal booleans (and None) are the same object, caught above
     elif ta is str or tb is str or ta is bool or tb is bool:

@@ -99,7 +99,7 @@ def render_window(task_id: str, step: int, typed: str, clicked: list[str]) -> by
     return buffer.getvalue()
 
 
-def _font():  # type: ignore[no-untyped-def]
+def _font():
     """Pillow's built-in font at a readable size (Pillow >= 10.1), else its small bitmap font."""
     from PIL import ImageFont
 

@@ -45,7 +45,7 @@ EXPECTED_TO_STOP = {("rename", "by-position"), ("rename", "by-name")}
 class MockMedBenchmark(Benchmark):
     name = "mockmed"
     #: Every task is played by its arm (compiled replay or a script), never by ``--bench-agent``.
-    player = "arms"  # type: ignore[assignment]
+    player = "arms"
 
     def __init__(self, conditions: tuple[str, ...] = CONDITIONS, arms: tuple[str, ...] = ARMS, runs: int = RUNS,
                  driver: str = "headless", workflow_path: str | Path | None = None) -> None:

@@ -174,7 +174,7 @@ class Traffic:
         original = requests.sessions.Session.request
         traffic = self
 
-        def request(session, method, url, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def request(session, method, url, *args, **kwargs):
             url = traffic.rewrite(str(url))
             try:
                 response = original(session, method, url, *args, **kwargs)
@@ -197,7 +197,7 @@ class Traffic:
             return
         connect = BrowserType.connect_over_cdp
 
-        def connect_over_cdp(self, endpoint_url, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def connect_over_cdp(self, endpoint_url, *args, **kwargs):
             return connect(self, traffic.rewrite(str(endpoint_url)), *args, **kwargs)
 
         BrowserType.connect_over_cdp = connect_over_cdp  # type: ignore[method-assign]
@@ -217,12 +217,12 @@ class LogTail(logging.Handler):
 
 
 # -- scoring ---------------------------------------------------------------------------------------
-def _wrap(fn, name: str, kind: str, calls: list[dict[str, object]]):  # type: ignore[no-untyped-def]
+def _wrap(fn, name: str, kind: str, calls: list[dict[str, object]]):
     """Record what one upstream metric or getter returned or raised; never change it."""
     if fn is None:
         return None
 
-    def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def recorded(*args, **kwargs):
         entry: dict[str, object] = {"kind": kind, "name": name}
         calls.append(entry)
         try:
@@ -241,7 +241,7 @@ def _wrap(fn, name: str, kind: str, calls: list[dict[str, object]]):  # type: ig
     return recorded
 
 
-def _wrap_all(value, kind: str, calls: list[dict[str, object]]):  # type: ignore[no-untyped-def]
+def _wrap_all(value, kind: str, calls: list[dict[str, object]]):
     if isinstance(value, list):
         return [_wrap(v, getattr(v, "__name__", kind), kind, calls) for v in value]
     return _wrap(value, getattr(value, "__name__", kind), kind, calls)
@@ -322,7 +322,7 @@ def score(client_dir: str, job: dict[str, object]) -> dict[str, object]:
 
     setup = env.setup_controller.setup
 
-    def postconfig(config):  # type: ignore[no-untyped-def]
+    def postconfig(config):
         traffic.phase = "postconfig"
         try:
             return setup(config)
@@ -345,7 +345,7 @@ def score(client_dir: str, job: dict[str, object]) -> dict[str, object]:
                   score_repr=_clip(repr(value), 200), infrastructure=traffic.problems)
 
 
-def run_setup(setup_controller, vm_ip: str, server_url: str, cache_dir: str, steps: object,  # type: ignore[no-untyped-def]
+def run_setup(setup_controller, vm_ip: str, server_url: str, cache_dir: str, steps: object,
               traffic: Traffic, finish) -> dict[str, object]:
     """Run setup steps with upstream's ``SetupController`` (for step types the harness does not
     implement itself). Failures upstream logs are reported as warnings; what it raises, as raised."""
