@@ -21,7 +21,8 @@ def load_baseline(path: Path) -> dict[str, str]:
     verdicts: dict[str, dict[int, str | None]] = {}
     for record in read_results(file):
         key = f"{record['benchmark']}::{record['task_id']}"
-        trial = record.get("trial") if isinstance(record.get("trial"), int) else 1
+        raw_trial = record.get("trial")
+        trial = raw_trial if isinstance(raw_trial, int) else 1
         status = None if record.get("success") is True else str(
             record.get("status") or ("error" if record.get("error_type") else "failed"))
         verdicts.setdefault(key, {})[trial] = status

@@ -131,13 +131,13 @@ def resolve(
         if wanted:
             selected = []
             for task_id in wanted:
-                task = by_id.get(task_id)
-                if task is None:
+                chosen = by_id.get(task_id)
+                if chosen is None:
                     try:
-                        task = bench.load_task(task_id)
+                        chosen = bench.load_task(task_id)
                     except KeyError:
                         continue
-                selected.append(task)
+                selected.append(chosen)
                 found.add(task_id)
             tasks = selected
         dumped = []

@@ -35,7 +35,7 @@ class MockAgent(Agent):
         submit = _find(observation.accessibility_tree, "Submit")
         if submit is None:
             return Action(type="fail", reason="no Submit button on screen")
-        return Action(type="click", target_node_id=str(submit["id"]))  # the field's JSON name
+        return Action(type="click", target_id=str(submit["id"]))
 
 
 class NoopAgent(Agent):

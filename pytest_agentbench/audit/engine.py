@@ -139,7 +139,7 @@ def audit_task(
         for key in ("num_tests", "num_failed"):
             if key in detail:
                 result.detail[key] = detail[key]
-        if not control_ok:
+        if control is None or control_reason is not None:
             result.run_class, result.reason = "invalid", control_reason
             continue
         diff = compare(control.effect, mutant.effect, ignore)
@@ -174,7 +174,7 @@ class AuditResult:
         return [r for t in self.tasks for r in t.runs if r.run_class == "false-accept"]
 
     def by_operator(self) -> dict[str, Counter[str]]:
-        table = {op: Counter() for op in self.operators}
+        table: dict[str, Counter[str]] = {op: Counter() for op in self.operators}
         for task in self.tasks:
             for run in task.runs:
                 table.setdefault(run.operator, Counter())[run.run_class] += 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -46,7 +47,10 @@ def remove_at(dir_fd: int, name: str) -> None:
     if stat.S_ISDIR(info.st_mode):
         import shutil
 
-        shutil.rmtree(name, dir_fd=dir_fd)  # fd-based on Linux: does not follow links inside
+        if sys.version_info >= (3, 11):
+            shutil.rmtree(name, dir_fd=dir_fd)  # fd-based on Linux: does not follow links inside
+        else:  # rmtree takes dir_fd from 3.11; name the folder through the descriptor instead
+            shutil.rmtree(os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name))
     else:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=dir_fd)

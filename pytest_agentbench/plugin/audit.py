@@ -36,7 +36,7 @@ WORKER_INPUT = "agentbench_audit"
 PROTOCOL = ("task_ids", "reference", "deliver")
 
 
-class AuditFailed(pytest.fail.Exception):
+class AuditFailed(pytest.fail.Exception):  # type: ignore[name-defined]  # pytest types it as an attribute, not a class name
     """A false accept. Reads as pytest's ``Failed`` in reports."""
 
     __module__ = "builtins"

@@ -156,6 +156,8 @@ def _main_user(world):
 def _solution(folder, task_id):
     spec = importlib.util.spec_from_file_location("agentbench_solution_%s" % task_id.replace("-", "_"),
                                                   os.path.join(folder, "solution.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load %s" % os.path.join(folder, "solution.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with open(os.path.join(folder, "public_data.json"), encoding="utf-8") as f:

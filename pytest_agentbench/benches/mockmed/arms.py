@@ -102,7 +102,7 @@ class ScriptAgent(Agent):
         self.trace.append((step, node, tree))
         if step.kind == "type":
             return Action(type="type", text=step.text)
-        return Action(type="click", target_node_id=str(node["id"]))
+        return Action(type="click", target_id=str(node["id"]))
 
 
 def script_by_position() -> ScriptAgent:

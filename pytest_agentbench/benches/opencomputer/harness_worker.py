@@ -27,12 +27,15 @@ Every ``result`` in ``details`` is cut to ``MAX_RESULT_CHARS`` of JSON after the
 """
 
 import argparse
+import functools
 import json
 import os
 import shlex
 import subprocess
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 HOME = "/home/user"
 DBUS = "unix:path=/tmp/runtime-user/bus"
@@ -137,14 +140,14 @@ def setup(request, box):
     spec = get_app_spec(task["app"])
     ctx = AppContext(sandbox=box, app_spec=spec, task=task, env_backend="docker")
     hooks = bool(request.get("hooks", True))
-    steps = [("upload_verifier", lambda: ss.upload_verifier(box, task["app"])),
+    steps: list[tuple[str, Callable[[], object]]] = [("upload_verifier", lambda: ss.upload_verifier(box, task["app"])),
              ("upload_task_env_files", lambda: ss.upload_task_env_files(box, task))]
     for hook in spec.prepare_task_hooks if hooks else ():
-        steps.append(("prepare_task_hook " + hook.__name__, lambda hook=hook: hook(ctx)))
+        steps.append(("prepare_task_hook " + hook.__name__, functools.partial(hook, ctx)))
     steps.append(("run_task_setup_scripts", lambda: ss.run_task_setup_scripts(box, task)))
     for hook in spec.prepare_profile_hooks if hooks else ():
-        steps.append(("prepare_profile_hook " + hook.__name__, lambda hook=hook: hook(ctx)))
-    out = {"steps": [], "error": None}
+        steps.append(("prepare_profile_hook " + hook.__name__, functools.partial(hook, ctx)))
+    out: dict[str, Any] = {"steps": [], "error": None}
     for name, step in steps:
         try:
             step()

@@ -72,6 +72,8 @@ class Request:
             for part in msg.iter_parts():
                 name = part.get_param("name", header="content-disposition")
                 data = part.get_payload(decode=True) or b""
+                if not isinstance(name, str) or not isinstance(data, bytes):
+                    continue  # a part without a plain name, or a nested multipart: no form field
                 self.form[name] = data if part.get_filename() is not None else data.decode()
 
     @property

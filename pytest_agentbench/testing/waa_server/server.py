@@ -38,7 +38,7 @@ class FakeWAAServer(SimulatedDesktop):
         if self._httpd is None:
             raise RuntimeError("FakeWAAServer is not started")
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def evaluate_url(self) -> str:
