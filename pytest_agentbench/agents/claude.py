@@ -1,5 +1,8 @@
 """``--bench-agent api-claude``: Claude driving the screen through Anthropic's computer-use tool.
 
+Why one module of over 500 lines: the tool-version table, request building, action mapping, retries
+and budget are parts of one conversation's state.
+
 Each ``act`` sends the newest screenshot to the Messages API (beta, with the computer-use tool) and
 turns Claude's ``tool_use`` into one core :class:`~pytest_agentbench.model.Action`. The answer to
 that tool call (a ``tool_result`` carrying the next screenshot) goes out with the next ``act``.

@@ -1,5 +1,8 @@
 """Fresh, isolated folders in which an environment is set up and commands run.
 
+Why one module of over 500 lines: isolation modes, limits, the bwrap command line and the kill and
+cleanup paths are one security boundary, reviewed as a whole.
+
 Why: a benchmark's setup scripts and checkers are code from task files, and its end state is
 written by an agent. Running them in the pytest process's own file system and network would let
 one task read another's files, write outside its folder or call the network. A :class:`Sandbox`

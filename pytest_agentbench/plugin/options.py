@@ -1,5 +1,8 @@
 """Every command-line option and ini key of the plugin, declared once in ``OPTIONS``.
 
+Why one module of over 500 lines: it is the one table of every option, and splitting it would undo
+declaring each option once.
+
 Each :class:`Option` names its flag, the old spellings still accepted, its ``dest``, its ini key
 (``agentbench_<dest>``), how its text is parsed and checked, its default, its help, its group and
 whether it is a path. From that one table come ``parser.addoption`` / ``parser.addini``, the

@@ -1,6 +1,9 @@
 """The pytest side of machine pools (``--pool static|aws|azure``): options to objects, leases to
 processes, connections to benchmarks, and deletion on every exit path.
 
+Why one module of over 500 lines: leases, connections and deletion share each pool's state, and
+every exit path has to see all of it to delete everything.
+
 Where each step happens (DESIGN §3.5):
 
 * controller, session start: options are checked and the cloud is asked, read-only, whether the

@@ -1,5 +1,8 @@
 """Readers that turn other formats into a ``Trace``, so any recorded run can be checked.
 
+Why one module of over 500 lines: one small, independent reader per foreign format, kept together so
+the supported formats and their shared error wording are in one place.
+
 * ``from_openai_messages``: OpenAI Chat Completions messages (assistant ``tool_calls``, ``tool``
   results; also the legacy ``function_call`` / ``function`` pair).
 * ``from_langchain_run``: a LangChain / LangSmith run tree, as the run object or as its JSON dict.

@@ -1,5 +1,8 @@
 """The seven trajectory metrics as pure functions ``metric(trace, case) -> MetricResult``.
 
+Why one module of over 500 lines: the seven metrics share their comparison rules, and each departure
+from the reference sits beside the rule it departs from.
+
 Each follows the reference tool (openeval-core 0.2.1) where its rule is sound and departs from it
 where it is not; the user guide's "Differences from the reference" table lists every departure
 and ``tests/test_trajectory_metrics.py`` tests both sides of each. Rules common to all seven:

@@ -1,5 +1,8 @@
 """MockMed, the web app: a small synthetic medical-records product that really runs.
 
+Why one module of over 500 lines: the pages, routes and form handling of one small app read best
+side by side; the store and the driver are already modules of their own.
+
 A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 serves server-rendered HTML pages with plain forms (no
 JavaScript anywhere) and stores encounters in a SQLite file through :class:`~.store.Store`:
 

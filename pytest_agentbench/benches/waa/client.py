@@ -1,5 +1,8 @@
 """An httpx client for the Windows Agent Arena Flask server (port 5000 in the VM).
 
+Why one module of over 500 lines: it is the whole upstream protocol (every setup step type, actions,
+observations, downloads and their address checks), one method per endpoint.
+
 It speaks the upstream protocol, checked against upstream's real server (see the user guide's
 "what was tested against what"):
 

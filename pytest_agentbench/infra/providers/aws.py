@@ -1,5 +1,9 @@
 """The AWS provider: a pool's VMs are EC2 instances in one region, reachable over SSH.
 
+Why one module of over 500 lines: it is the whole Provider interface (check, create, list leftovers,
+destroy) over EC2, and splitting it would scatter one run's security group and instances over
+several files.
+
 What a run creates, all in the configured region:
 
 * one security group ``agentbench-<run_id>`` that lets SSH (tcp/22) in from ``ssh_cidr``, in the

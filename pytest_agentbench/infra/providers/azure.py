@@ -1,5 +1,8 @@
 """Azure VMs for the pool (``--pool azure``), through the Azure management SDKs.
 
+Why one module of over 500 lines: it is the whole Provider interface (check, create, list leftovers,
+destroy) over five SDK clients, and splitting it would scatter one resource group's lifecycle.
+
 Why it is built this way:
 
 * **One resource group per run.** Everything a run creates (VNet, NSG, public IPs, NICs, VMs,
