@@ -139,7 +139,10 @@ class AgentbenchPlugin:
                 self.pools.lease = data[LEASE_INPUT]
                 config.pluginmanager.register(self.pools, "agentbench-pool")
         else:
-            self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
+            from pytest_agentbench.plugin.bridge import usage_errors
+
+            with usage_errors():
+                self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
             if self.settings.baseline is not None:
                 from pytest_agentbench.baseline import load_baseline
 
