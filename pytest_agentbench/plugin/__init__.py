@@ -14,7 +14,6 @@ import pytest
 
 from pytest_agentbench.plugin import hookspecs
 from pytest_agentbench.plugin import options
-from pytest_agentbench.plugin.bridge import attach, builtin, settings_for, usage_errors
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -98,7 +97,6 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    attach(config)  # config.agentbench_settings: what library code reads the options through
     options.configure(config)  # old spellings warned about; every value checked (a usage error)
     benchmarks = options.benchmarks_requested(config)
     audit = options.audit_requested(config)
@@ -108,6 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
         _warn_unused_bench_options(config)
     options.apply_settings(config)  # from here config.getoption(dest) sees ini values and defaults too
     if benchmarks or audit:
+        from pytest_agentbench.plugin.bridge import attach
+
+        attach(config)  # config.agentbench_settings: what library code reads the options through
         config.pluginmanager.register(ShortFixtureNames, "agentbench-fixture-names")
     if audit:
         _configure_audit(config)
@@ -171,6 +172,8 @@ def _configure_audit(config: pytest.Config) -> None:
 # a built-in by registering the same name.
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
+    from pytest_agentbench.plugin.bridge import builtin, settings_for, usage_errors
+
     def mock(config: pytest.Config | None) -> Benchmark:
         from pytest_agentbench.benches.mock import MockBenchmark
 
@@ -227,6 +230,8 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
+    from pytest_agentbench.plugin.bridge import builtin, settings_for
+
     def mock(config: pytest.Config | None) -> Agent:
         from pytest_agentbench.agents import MockAgent
 
