@@ -62,7 +62,7 @@ def test_usage_errors_turns_only_config_errors_into_usage_errors():
         raise KeyError("other")
 
 
-def test_a_conftest_factory_passing_its_config_on_gets_one_usage_line(pytester: pytest.Pytester):
+def test_a_conftest_factory_passing_its_config_on_gets_one_usage_line(run, pytester: pytest.Pytester):
     """A user's factory handed the pytest.Config passes it to a built-in's library factory: the
     config carries the plugin's reader, and the ConfigError is the usual one ERROR line, exit 4."""
     pytester.makeconftest('''
@@ -73,7 +73,7 @@ from pytest_agentbench.agents.http import make_agent
 def pytest_agentbench_register_agents(registry):
     registry.register("mine", lambda config: make_agent(config))
 ''')
-    result = pytester.runpytest("--bench=mock", "--bench-limit", "1", "--bench-agent", "mine")
+    result = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "mine")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
     expected = ("ERROR: --bench-agent http needs --bench-agent-url URL (or ini agentbench_agent_url), the agent "
