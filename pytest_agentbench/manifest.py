@@ -11,13 +11,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pytest
+from pytest_agentbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from pytest_agentbench.benchmark import Benchmark
-    from pytest_agentbench.plugin.options import Settings
     from pytest_agentbench.registry import BenchmarkRegistry
 
 SCHEMA = "pytest-agentbench/manifest/v1"
@@ -73,6 +72,19 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+class Selection(Protocol):
+    """What the run asks for (the plugin's run settings have these fields)."""
+
+    @property
+    def benchmarks(self) -> tuple[str, ...]: ...
+
+    @property
+    def task_ids(self) -> tuple[str, ...]: ...
+
+    @property
+    def tasks(self) -> int | None: ...
+
+
 def _check_task(benchmark: str, task: Any) -> None:
     """Every task a benchmark lists is a Task whose id and domain may become node names (also
     when a benchmark built it without validation)."""
@@ -80,13 +92,13 @@ def _check_task(benchmark: str, task: Any) -> None:
     from pytest_agentbench.names import name_problem, shown
 
     if not isinstance(task, Task):
-        raise pytest.UsageError(f"benchmark {benchmark!r} listed a {type(task).__name__}, not a Task; "
+        raise ConfigError(f"benchmark {benchmark!r} listed a {type(task).__name__}, not a Task; "
                                 "list_tasks must return pytest_agentbench.Task objects")
     for attr in ("task_id", "domain"):
         value = getattr(task, attr)
         problem = name_problem(value)
         if problem is not None:
-            raise pytest.UsageError(f"benchmark {benchmark!r}: {attr} {shown(value)} {problem}")
+            raise ConfigError(f"benchmark {benchmark!r}: {attr} {shown(value)} {problem}")
 
 
 def _sort_key(task: dict[str, Any]) -> tuple[str, str]:
@@ -94,19 +106,20 @@ def _sort_key(task: dict[str, Any]) -> tuple[str, str]:
 
 
 def resolve(
-    settings: Settings,
+    settings: Selection,
     registry: BenchmarkRegistry,
     instances: dict[str, Benchmark],
-    config: pytest.Config | None,
+    config: Any,
 ) -> Manifest:
-    """Build the manifest. Unknown benchmarks and task ids are usage errors that name them.
+    """Build the manifest. Unknown benchmarks and task ids are :class:`ConfigError` that name them.
+    ``config`` goes to the benchmarks' factories as it is (the ``pytest.Config`` under pytest).
 
     ``instances`` receives the benchmark objects created on the way, so an in-process run can
     reuse them instead of creating them twice.
     """
     unknown = [name for name in settings.benchmarks if name not in registry]
     if unknown:
-        raise pytest.UsageError(
+        raise ConfigError(
             f"unknown benchmark {', '.join(map(repr, unknown))} in --bench; available: {', '.join(registry.names())}"
         )
     manifest = Manifest()
@@ -118,15 +131,15 @@ def resolve(
             bench = instances.get(name) or entry.factory(config)
             instances[name] = bench
             tasks = bench.list_tasks(None if wanted else settings.tasks)
-        except pytest.UsageError:
+        except ConfigError:
             raise
         except (ValueError, KeyError, OSError) as exc:
-            raise pytest.UsageError(f"benchmark {name!r} could not list its tasks: {_one_line(exc)}") from None
+            raise ConfigError(f"benchmark {name!r} could not list its tasks: {_one_line(exc)}") from None
         by_id: dict[str, Any] = {}
         for task in tasks:
             _check_task(name, task)
             if task.task_id in by_id:
-                raise pytest.UsageError(f"benchmark {name!r} has two tasks with id {task.task_id!r}; ids must be unique")
+                raise ConfigError(f"benchmark {name!r} has two tasks with id {task.task_id!r}; ids must be unique")
             by_id[task.task_id] = task
         if wanted:
             selected = []
@@ -152,7 +165,7 @@ def resolve(
         manifest.suites.append(Suite(name, dumped, entry.description))
     missing = [task_id for task_id in wanted if task_id not in found]
     if missing and registry.episode_names(settings.benchmarks):
-        raise pytest.UsageError(
+        raise ConfigError(
             f"--bench-task {', '.join(map(repr, missing))} matches no task of {', '.join(settings.benchmarks)}; "
             "check the id (use --collect-only -q to list ids)"
         )

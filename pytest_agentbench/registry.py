@@ -1,4 +1,9 @@
-"""Name -> factory registries for benchmarks and agents, filled through the plugin hooks."""
+"""Name -> factory registries for benchmarks and agents, filled through the plugin hooks.
+
+A factory is called as ``factory(config)``: under pytest ``config`` is the ``pytest.Config`` (as
+the hooks document), outside it None. The registries pass it on untyped; built-in factories read
+it through a :class:`~pytest_agentbench.settings.Settings` reader (``plugin/bridge.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_agentbench.agent import Agent
     from pytest_agentbench.benchmark import Benchmark  # noqa: F401 - named by the string in _Registry["Benchmark"]
 
@@ -18,7 +21,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     name: str
-    factory: Callable[[pytest.Config | None], T]
+    factory: Callable[[Any], T]  # factory(config): a pytest.Config, or None outside pytest
     description: str = ""
     #: "episodes": a Benchmark whose tasks are played by agents; "suite": a provider that
     #: collects its own items (see BenchmarkRegistry.register_suite).

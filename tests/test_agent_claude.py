@@ -34,7 +34,9 @@ from pytest_agentbench.agent import StepEstimate  # noqa: E402 - after the impor
 from pytest_agentbench.agents import claude  # noqa: E402 - after the importorskip: the SDK is imported first
 from pytest_agentbench.agents.claude import ClaudeAgent, ClaudeAPIError, declared_size, key_action  # noqa: E402 - after the importorskip: the SDK is imported first
 from pytest_agentbench.budget import Budget, BudgetSpent  # noqa: E402 - after the importorskip: the SDK is imported first
+from pytest_agentbench.errors import ConfigError  # noqa: E402 - after the importorskip: the SDK is imported first
 from pytest_agentbench.model import Action, Observation, Task  # noqa: E402 - after the importorskip: the SDK is imported first
+from pytest_agentbench.plugin.bridge import ConfigSettings  # noqa: E402 - after the importorskip: the SDK is imported first
 
 KEY = "sk-ant-test-0123456789abcdefSECRET"
 TASK = Task(task_id="t1", instruction="Press the Submit button.")
@@ -385,19 +387,19 @@ def test_the_budget_is_checked_before_each_model_call_with_the_unreported_cost()
 
 
 # ------------------------------------------------------------------ make_agent
-def _config(pytester, *args: str) -> pytest.Config:
-    return pytester.parseconfig(*args)
+def _config(pytester, *args: str) -> ConfigSettings:
+    return ConfigSettings(pytester.parseconfig(*args))
 
 
 def test_make_agent_needs_the_api_key(pytester, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    with pytest.raises(pytest.UsageError, match=r"--bench-agent api-claude needs ANTHROPIC_API_KEY"):
+    with pytest.raises(ConfigError, match=r"--bench-agent api-claude needs ANTHROPIC_API_KEY"):
         claude.make_agent(_config(pytester))
 
 
 def test_make_agent_needs_the_sdk(pytester, monkeypatch):
     monkeypatch.setitem(sys.modules, "anthropic", None)
-    with pytest.raises(pytest.UsageError, match=r"pip install 'pytest-agentbench\[claude\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'pytest-agentbench\[claude\]'"):
         claude.make_agent(_config(pytester))
 
 
@@ -418,7 +420,7 @@ def test_make_agent_reads_model_and_timeout(pytester, monkeypatch):
 ])
 def test_make_agent_rejects_bad_settings(pytester, monkeypatch, args, match):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    with pytest.raises(pytest.UsageError, match=match):
+    with pytest.raises(ConfigError, match=match):
         claude.make_agent(_config(pytester, *args))
 
 

@@ -20,6 +20,7 @@ from pytest_agentbench.agents.replay import (
     make_agent,
     validate_workflow,
 )
+from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.testing import NOTEPAD_TASK
 
@@ -337,7 +338,7 @@ def test_no_model_no_cost_and_reset_starts_over():
 
 
 def test_make_agent_without_config_is_a_usage_error():
-    with pytest.raises(pytest.UsageError, match="--bench-agent replay needs --bench-replay-bundles DIR"):
+    with pytest.raises(ConfigError, match="--bench-agent replay needs --bench-replay-bundles DIR"):
         make_agent(None)
 
 

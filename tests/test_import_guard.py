@@ -24,24 +24,9 @@ PLUGIN_LAYER = "pytest_agentbench.plugin"
 #: Library modules that still reach pytest, each for the reason given: they read a ``pytest.Config``
 #: or raise ``pytest.UsageError`` themselves, or reach the plugin layer. Their tests are strict
 #: xfails, so a module that stops importing pytest fails here until it is taken off this list.
-KNOWN = {
-    "pytest_agentbench.agents.claude": "reads its options from pytest.Config",
-    "pytest_agentbench.agents.http": "reads its options from pytest.Config",
-    "pytest_agentbench.agents.replay": "reads its options from pytest.Config",
-    "pytest_agentbench.benches.extradup": "its factory builds the plugin layer's ExtraDup provider",
-    "pytest_agentbench.benches.extradup.rewards": "raises pytest.UsageError for a bad --bench-reward",
-    "pytest_agentbench.benches.opencomputer.bench": "reads its options from pytest.Config",
-    "pytest_agentbench.benches.opencomputer.options": "reads its options from pytest.Config",
-    "pytest_agentbench.benches.waa.bench": "reads its options from pytest.Config",
-    "pytest_agentbench.infra.sandbox": "reads its options from pytest.Config",
-    "pytest_agentbench.manifest": "reads its options from pytest.Config",
-    "pytest_agentbench.record.standalone": "writes through the plugin layer's run controller",
-    "pytest_agentbench.record.stats_report": "writes JUnit properties through _pytest.junitxml",
-    "pytest_agentbench.registry": "its factories take a pytest.Config",
-}
+KNOWN: dict[str, str] = {}
 #: Those of them that load pytest as soon as they are imported (the others only when called).
-AT_IMPORT = ("pytest_agentbench.benches.opencomputer.options", "pytest_agentbench.infra.sandbox",
-             "pytest_agentbench.manifest", "pytest_agentbench.record.standalone")
+AT_IMPORT: tuple[str, ...] = ()
 #: Names kept importable at their old place for users, loaded from the plugin layer on first use
 #: (PEP 562): importing the module itself loads nothing of pytest.
 SHIMS = {"pytest_agentbench.outcomes": ("EpisodeFailed", "raise_outcome")}

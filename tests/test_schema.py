@@ -25,10 +25,10 @@ from pytest_agentbench import MockAgent, NoopAgent, WAAMockAdapter, evaluate_age
 from pytest_agentbench.manifest import SCHEMA as MANIFEST_SCHEMA
 from pytest_agentbench.metrics import Attempt, metrics
 from pytest_agentbench.model import Action, ActionType, Criterion, Step, Task, Verdict
-from pytest_agentbench.plugin.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA, base_payload
-from pytest_agentbench.plugin.controller import ATTEMPT_FIELDS, SUMMARY_SCHEMA
+from pytest_agentbench.plugin.controller import ATTEMPT_FIELDS
 from pytest_agentbench.record import schemas
 from pytest_agentbench.record.models import RECORD_MODELS, AttemptSummary, ResultRecord, Status
+from pytest_agentbench.record.run_files import RESULT_SCHEMA, SUMMARY_SCHEMA, TRAJECTORY_SCHEMA, base_payload
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conftest_examples"
 KINDS = ("result", "summary", "trajectory", "manifest")
@@ -348,14 +348,14 @@ ACTIONS = [
 
 @pytest.mark.parametrize("action", ACTIONS, ids=lambda a: a.type)
 def test_action_json_is_the_models_dump(action):
-    from pytest_agentbench.plugin.artifacts import action_json
+    from pytest_agentbench.record.run_files import action_json
 
     assert action_json(action) == action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     assert set(vars(action)) == set(Action.model_fields)  # the builder reads the fields from __dict__
 
 
 def test_criterion_json_is_the_models_dump():
-    from pytest_agentbench.plugin.artifacts import criterion_json
+    from pytest_agentbench.record.run_files import criterion_json
 
     for criterion in (Criterion(name="a", passed=True), Criterion(name="b", passed=None, detail="d", expected=3,
                                                                    actual={"x": (1, 2), "when": b"x"})):

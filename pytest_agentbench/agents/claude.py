@@ -76,13 +76,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pytest_agentbench.agent import Agent, StepEstimate, Usage
 from pytest_agentbench.agents import prices
+from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.model import Action, Observation, Task
+from pytest_agentbench.settings import settings_of
 
 if TYPE_CHECKING:
-    import pytest
     from anthropic.types.beta import BetaMessageParam, BetaToolUnionParam
 
     from pytest_agentbench.model import ActionType
+    from pytest_agentbench.settings import Settings
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_TIMEOUT = 120.0
@@ -206,14 +208,11 @@ def step_estimate(model: str, screen: tuple[int, int]) -> StepEstimate:
                         model=model, how=how)
 
 
-def estimate_for(config: pytest.Config | None, screen: tuple[int, int]) -> StepEstimate:
+def estimate_for(settings: Settings | None, screen: tuple[int, int]) -> StepEstimate:
     """``--bench-dry-run``'s estimator for api-claude: the ``--bench-agent-model`` (or default) model, with no
     API key and no SDK needed."""
-    model = DEFAULT_MODEL
-    if config is not None:
-        from pytest_agentbench.plugin.options import setting
-
-        model = setting(config, "agent_model") or DEFAULT_MODEL
+    settings = settings_of(settings)
+    model = (settings.get("agent_model") if settings is not None else None) or DEFAULT_MODEL
     return step_estimate(model, screen)
 
 
@@ -706,27 +705,24 @@ def _message_tokens(message: dict[str, Any]) -> int:
     return sum(_block_tokens(b) for b in message["content"])
 
 
-def make_agent(config: pytest.Config | None) -> ClaudeAgent:
+def make_agent(settings: Settings | None) -> ClaudeAgent:
     """``--bench-agent api-claude``: needs the ``claude`` extra and ``ANTHROPIC_API_KEY``. Model from
     ``--bench-agent-model`` / ``agentbench_agent_model``, timeout from ``--bench-agent-timeout``; the SDK reads
     ``ANTHROPIC_BASE_URL`` for another endpoint."""
-    import pytest
-
+    settings = settings_of(settings)
     try:
         import anthropic  # noqa: F401
     except ImportError:
-        raise pytest.UsageError("--bench-agent api-claude needs the anthropic package: "
+        raise ConfigError("--bench-agent api-claude needs the anthropic package: "
                                 "pip install 'pytest-agentbench[claude]'") from None
-    from pytest_agentbench.plugin.options import setting
-
-    model = (setting(config, "agent_model") if config is not None else None) or DEFAULT_MODEL
+    model = (settings.get("agent_model") if settings is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model):
-        raise pytest.UsageError(f"--bench-agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")
+        raise ConfigError(f"--bench-agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")
     if prices.model_family(model) in TOOLSET_ONLY:
-        raise pytest.UsageError(
+        raise ConfigError(
             f"--bench-agent-model {model} takes only Anthropic's computer_toolset_20260801, which api-claude does not "
             f"speak yet; use a model with the single computer tool, e.g. {DEFAULT_MODEL}")
-    raw_timeout = setting(config, "agent_timeout") if config is not None else None
+    raw_timeout = settings.get("agent_timeout") if settings is not None else None
     timeout = DEFAULT_TIMEOUT
     if raw_timeout is not None:
         try:
@@ -734,9 +730,9 @@ def make_agent(config: pytest.Config | None) -> ClaudeAgent:
         except ValueError:
             timeout = -1.0
         if not 0 < timeout < math.inf:
-            raise pytest.UsageError(f"--bench-agent-timeout must be a number of seconds > 0, got {raw_timeout!r}")
+            raise ConfigError(f"--bench-agent-timeout must be a number of seconds > 0, got {raw_timeout!r}")
     key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
     if not key:
-        raise pytest.UsageError("--bench-agent api-claude needs ANTHROPIC_API_KEY: set it to an Anthropic API key "
+        raise ConfigError("--bench-agent api-claude needs ANTHROPIC_API_KEY: set it to an Anthropic API key "
                                 "(the SDK also reads ANTHROPIC_BASE_URL for another endpoint)")
     return ClaudeAgent(api_key=key, model=model, timeout=timeout)

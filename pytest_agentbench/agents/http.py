@@ -39,13 +39,14 @@ import tenacity
 from pydantic import ValidationError
 
 from pytest_agentbench.agent import Agent, Usage
+from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.infra.retry import call_with_retries
 from pytest_agentbench.model import Action
+from pytest_agentbench.settings import settings_of
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_agentbench.model import Observation, Task
+    from pytest_agentbench.settings import Settings
 
 DEFAULT_TIMEOUT = 60.0
 #: Statuses that mean "try again shortly" (overloaded, restarting, behind a proxy that lost it).
@@ -333,29 +334,26 @@ _TRANSIENT = tenacity.retry_if_exception_type(httpx.TransportError) | tenacity.r
     lambda response: response.status_code in RETRY_STATUSES)
 
 
-def make_agent(config: pytest.Config | None) -> HttpAgent:
+def make_agent(settings: Settings | None) -> HttpAgent:
     """Build the agent from ``--bench-agent-url``/``--bench-agent-timeout`` and check the server's health, so
     a server that is not running stops the run before any task starts."""
-    import pytest
-
-    from pytest_agentbench.plugin.options import setting
-
-    url = setting(config, "agent_url") if config is not None else None
+    settings = settings_of(settings)
+    url = settings.get("agent_url") if settings is not None else None
     if not url:
-        raise pytest.UsageError("--bench-agent http needs --bench-agent-url URL (or ini agentbench_agent_url), "
+        raise ConfigError("--bench-agent http needs --bench-agent-url URL (or ini agentbench_agent_url), "
                                 "the agent server's base URL such as http://127.0.0.1:8765")
     try:
         url = check_url(url)
     except ValueError as exc:
-        raise pytest.UsageError(f"--bench-agent-url: {exc}") from None
+        raise ConfigError(f"--bench-agent-url: {exc}") from None
     try:
-        timeout = parse_timeout(setting(config, "agent_timeout") if config is not None else None)
+        timeout = parse_timeout(settings.get("agent_timeout") if settings is not None else None)
     except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise ConfigError(str(exc)) from None
     agent = HttpAgent(url, timeout=timeout)
     try:
         agent.check_health()
     except HttpAgentError as exc:
         agent.close()
-        raise pytest.UsageError(f"--bench-agent http: {exc}; start the agent server or fix --bench-agent-url") from None
+        raise ConfigError(f"--bench-agent http: {exc}; start the agent server or fix --bench-agent-url") from None
     return agent

@@ -20,10 +20,14 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.agent import Agent
 from pytest_agentbench.model import Action, Observation, Task
+from pytest_agentbench.settings import settings_of
+
+if TYPE_CHECKING:
+    from pytest_agentbench.settings import Settings
 
 #: Accepted values of a workflow's ``schema`` key (it may be left out).
 SCHEMAS = ("pytest-agentbench/workflow/v1", "pytest-agentbench/mockmed-workflow/v1")
@@ -473,27 +477,26 @@ class ReplayAgent(Agent):
         return out
 
 
-def make_agent(config: Any) -> ReplayAgent:
+def make_agent(settings: Settings | None) -> ReplayAgent:
     """``--bench-agent replay``: validate every bundle in ``--bench-replay-bundles DIR`` now, so a bad one is a
     usage error before anything runs."""
-    import pytest
+    from pytest_agentbench.errors import ConfigError
 
-    from pytest_agentbench.plugin.options import setting
-
-    given = setting(config, "replay_bundles") if config is not None else None
+    settings = settings_of(settings)
+    given = settings.get("replay_bundles") if settings is not None else None
     if not given:
-        raise pytest.UsageError("--bench-agent replay needs --bench-replay-bundles DIR (a folder of <task id>/workflow.json)")
+        raise ConfigError("--bench-agent replay needs --bench-replay-bundles DIR (a folder of <task id>/workflow.json)")
     folder = Path(given)
-    if not folder.is_absolute() and config is not None:
-        folder = Path(config.invocation_params.dir) / folder
+    if not folder.is_absolute() and settings is not None:
+        folder = settings.invocation_dir / folder
     if not folder.is_dir():
-        raise pytest.UsageError(f"--bench-replay-bundles {given} is not a folder; give the folder that holds "
+        raise ConfigError(f"--bench-replay-bundles {given} is not a folder; give the folder that holds "
                                 "<task id>/workflow.json")
     try:
         workflows = load_bundles(folder, given)
     except WorkflowError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise ConfigError(str(exc)) from None
     if not workflows:
         hint = " (it is one bundle: give the folder above it)" if (folder / "workflow.json").is_file() else ""
-        raise pytest.UsageError(f"--bench-replay-bundles {given} holds no <task id>/workflow.json{hint}")
+        raise ConfigError(f"--bench-replay-bundles {given} holds no <task id>/workflow.json{hint}")
     return ReplayAgent(workflows, source=given)

@@ -33,7 +33,7 @@ so once and the sandbox falls back to a plain temporary folder: commands run wit
 home and working directory and with ``/home/user`` and ``/tmp`` at the start of an argument
 rewritten to the folder's ``home/`` and ``tmp/`` (and back in the output), but nothing stops them
 from writing elsewhere or using the network. The caller warns about it once per session
-(:func:`session_isolation`).
+(``plugin/isolation.py``'s :func:`session_isolation`).
 """
 
 from __future__ import annotations
@@ -50,8 +50,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
-
-import pytest
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -90,7 +88,7 @@ class SandboxError(RuntimeError):
     """The sandbox cannot be used as asked (bubblewrap required but unusable, a path outside it)."""
 
 
-class SandboxWarning(pytest.PytestWarning):
+class SandboxWarning(UserWarning):
     """Commands run without isolation because bubblewrap is missing or unusable."""
 
 
@@ -738,75 +736,3 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> list[int]:
     except ProcessLookupError:
         pass
     return children
-
-
-# -- per pytest session: the isolation chosen once, the warning given once ---------------------------
-@dataclass
-class _SessionIsolation:
-    isolation: Isolation
-    warned: bool = False
-
-
-def isolation_mode(config: pytest.Config) -> str:
-    """``--sandbox-isolation``, else the ini key ``agentbench_sandbox_isolation``, else ``auto``."""
-    value = config.getoption("sandbox_isolation", None)
-    if not value:
-        try:
-            value = str(config.getini("agentbench_sandbox_isolation")).strip()
-        except ValueError:  # the ini key is not registered (options not added)
-            value = ""
-    return value or "auto"
-
-
-def session_limits(config: pytest.Config) -> Limits:
-    """:class:`Limits` from ``--sandbox-memory-mb``, ``--sandbox-max-procs`` and
-    ``--sandbox-output-mb`` (else their ini keys ``agentbench_sandbox_*``, else the defaults).
-    The values were checked at configure time; one still bad here is a usage error."""
-    import argparse
-
-    from pytest_agentbench.plugin.options import SANDBOX_LIMIT_TYPES
-
-    values: dict[str, int] = {}
-    for field_name in ("memory_mb", "max_procs", "output_mb"):
-        given = config.getoption(f"sandbox_{field_name}", None)
-        if given is None:
-            try:
-                text = str(config.getini(f"agentbench_sandbox_{field_name}")).strip()
-            except ValueError:  # the ini key is not registered (options not added)
-                text = ""
-            if not text:
-                continue
-            try:
-                given = SANDBOX_LIMIT_TYPES["--sandbox-" + field_name.replace("_", "-")](text)
-            except argparse.ArgumentTypeError as exc:  # its message is the usage line
-                raise pytest.UsageError(f"ini agentbench_sandbox_{field_name}: {exc}") from None
-        values[field_name] = int(given)
-    return Limits(**values)
-
-
-def session_isolation(config: pytest.Config) -> Isolation:
-    """The isolation of this pytest session's sandboxes, decided once (a trial run of bwrap).
-
-    The first call that falls back to a plain folder warns (a :class:`SandboxWarning`, shown in
-    pytest's warnings summary); later calls do not. ``--sandbox-isolation bwrap`` with an
-    unusable bwrap is a usage error."""
-    import warnings
-
-    state = config.stash.get(_STATE_KEY, None)
-    if state is None:
-        mode = isolation_mode(config)
-        try:
-            state = _SessionIsolation(choose_isolation(mode))
-        except SandboxError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        config.stash[_STATE_KEY] = state
-    if not state.isolation.isolated and state.isolation.reason and not state.warned:
-        state.warned = True
-        warnings.warn(SandboxWarning(
-            f"sandboxes are plain temporary folders, not isolated: {state.isolation.reason}; commands "
-            "can write outside them and use the network (install bubblewrap, or pass "
-            "--sandbox-isolation none to accept this without a warning)"), stacklevel=2)
-    return state.isolation
-
-
-_STATE_KEY = pytest.StashKey[_SessionIsolation]()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.model import EpisodeRecord, Task
     from pytest_agentbench.record.runfolder import RunFolder
     from pytest_agentbench.registry import AdapterRegistry, AgentRegistry, BenchmarkRegistry
+    from pytest_agentbench.settings import Settings
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -104,6 +105,9 @@ def pytest_configure(config: pytest.Config) -> None:
         _warn_unused_bench_options(config)
     options.apply_settings(config)  # from here config.getoption(dest) sees ini values and defaults too
     if benchmarks or audit:
+        from pytest_agentbench.plugin.bridge import attach
+
+        attach(config)  # config.agentbench_settings: what library code reads the options through
         config.pluginmanager.register(ShortFixtureNames, "agentbench-fixture-names")
     if audit:
         _configure_audit(config)
@@ -167,6 +171,8 @@ def _configure_audit(config: pytest.Config) -> None:
 # a built-in by registering the same name.
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
+    from pytest_agentbench.plugin.bridge import builtin, settings_for, usage_errors
+
     def mock(config: pytest.Config | None) -> Benchmark:
         from pytest_agentbench.benches.mock import MockBenchmark
 
@@ -189,22 +195,31 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
     registry.register("mock", mock, description="offline synthetic window; tests the harness, no VM or key")
     registry.register("mockmed", mockmed, description="a local medical-records web app: does a workflow survive a UI change?")
 
-    def waa(config: pytest.Config | None) -> Benchmark:
+    @builtin
+    def waa(settings: Settings | None) -> Benchmark:
         from pytest_agentbench.benches.waa.bench import WAABenchmark
 
-        return WAABenchmark.from_config(config)
+        return WAABenchmark.from_config(settings)
 
     registry.register("waa", waa, description="Windows Agent Arena tasks on a live WAA server (--waa-examples, --waa-server)")
 
     def extradup(config: pytest.Config | None) -> object:
-        from pytest_agentbench.benches.extradup import make_provider
+        from pytest_agentbench.plugin.suites import ExtraDup
 
-        return make_provider(config)
+        if config is None:
+            raise ValueError("the extradup benchmark needs a pytest config")
+        with usage_errors():
+            return ExtraDup(config)
 
     def opencomputer(config: pytest.Config | None) -> Benchmark:
         from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
+        from pytest_agentbench.plugin.isolation import session_isolation, session_limits
 
-        return OpenComputerBenchmark.from_config(config)
+        if config is None:
+            raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
+        with usage_errors():
+            return OpenComputerBenchmark.from_config(settings_for(config), isolation=lambda: session_isolation(config),
+                                                     limits=session_limits(config))
 
     registry.register("opencomputer", opencomputer,
                       description="OpenComputer tasks, set up and graded by its own harness code in a sandbox (--opencomputer-tasks CHECKOUT)")
@@ -214,6 +229,8 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
+    from pytest_agentbench.plugin.bridge import builtin, settings_for
+
     def mock(config: pytest.Config | None) -> Agent:
         from pytest_agentbench.agents import MockAgent
 
@@ -241,20 +258,23 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--bench-agent-script: {exc}") from None
 
-    def api_claude(config: pytest.Config | None) -> Agent:
+    @builtin
+    def api_claude(settings: Settings | None) -> Agent:
         from pytest_agentbench.agents.claude import make_agent
 
-        return make_agent(config)
+        return make_agent(settings)
 
-    def http(config: pytest.Config | None) -> Agent:
+    @builtin
+    def http(settings: Settings | None) -> Agent:
         from pytest_agentbench.agents.http import make_agent
 
-        return make_agent(config)
+        return make_agent(settings)
 
-    def replay(config: pytest.Config | None) -> Agent:
+    @builtin
+    def replay(settings: Settings | None) -> Agent:
         from pytest_agentbench.agents.replay import make_agent
 
-        return make_agent(config)
+        return make_agent(settings)
 
     registry.register("mock", mock, description="clicks the button the mock checker looks for, then done")
     registry.register("noop", noop, description="says done at once; fails every task")
@@ -262,7 +282,7 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     def api_claude_estimate(config: pytest.Config | None, screen: tuple[int, int]) -> object:
         from pytest_agentbench.agents.claude import estimate_for  # needs neither the SDK nor a key
 
-        return estimate_for(config, screen)
+        return estimate_for(settings_for(config), screen)
 
     registry.register("api-claude", api_claude, description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)",
                       estimate=api_claude_estimate)
@@ -380,7 +400,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
     """A fresh sandbox folder for this test: ``sandbox.run(argv, timeout=...)`` runs a command in it
     with ``/home/user`` and ``/tmp`` as its only writable folders and no network (bubblewrap), or
     in a plain folder with a warning when bubblewrap is missing or unusable (--sandbox-isolation)."""
-    from pytest_agentbench.infra.sandbox import Sandbox, session_isolation, session_limits
+    from pytest_agentbench.infra.sandbox import Sandbox
+    from pytest_agentbench.plugin.isolation import session_isolation, session_limits
 
     box = Sandbox(tmp_path_factory.mktemp("sandbox"), session_isolation(pytestconfig),
                   limits=session_limits(pytestconfig))

@@ -1,4 +1,6 @@
-"""Per-task files (trajectory.json, screenshots) and the JSON record of one item.
+"""Per-task files (trajectory.json, screenshots) and the JSON record of one item, from what pytest
+knows of it (its node id, its trial, the ``--bench-screenshots`` mode); the files themselves are
+written by ``record/run_files.py``, as the Python API writes them.
 
 Runs where the item runs (a worker under xdist); the run folder is on a shared file system. The
 record it returns travels to the controller on the test report and becomes one results.jsonl line.
@@ -6,83 +8,22 @@ record it returns travels to the controller on the test report and becomes one r
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_jsonable_python
+from pytest_agentbench.record.run_files import (
+    TRAJECTORY_SCHEMA,
+    action_json,
+    base_payload,
+    criterion_json,
+    write_episode_files,
+)
 
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agentbench.model import Action, Criterion, EpisodeRecord, Task
+    from pytest_agentbench.model import EpisodeRecord, Task
     from pytest_agentbench.outcomes import Outcome
     from pytest_agentbench.plugin.session import AgentbenchPlugin
-
-RESULT_SCHEMA = "pytest-agentbench/result/v1"
-TRAJECTORY_SCHEMA = "pytest-agentbench/trajectory/v1"
-
-
-def base_payload(nodeid: str, task: dict[str, Any], agent: str) -> dict[str, Any]:
-    return {
-        "schema": RESULT_SCHEMA,
-        "nodeid": nodeid,
-        "benchmark": task["benchmark"],
-        "domain": task.get("domain", "default"),
-        "task_id": task["task_id"],
-        "agent": agent,
-        "success": False,
-        "score": 0.0,
-        "passed": None,
-        "outcome": False,
-        "num_steps": 0,
-        "step_limit": 0,
-        "error": None,
-        "error_type": None,
-        "reason": None,
-        "criteria": [],
-        "final_action": None,
-        "total_time_seconds": 0.0,
-        "cost_usd": 0.0,
-        "trajectory": None,
-        "screenshots": [],
-        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
-        "extra": {},
-    }
-
-
-def _write_png(path: str, observation: Any) -> None:
-    data = observation.screenshot  # rendered here, on the writer thread, when lazy
-    if not data:
-        raise ValueError(f"no screenshot to write to {path}")
-    with open(path, "wb") as handle:
-        handle.write(data)
-
-
-# The record's JSON is built from the models' attributes rather than with ``model_dump``: several
-# dumps per step and per item were the largest per-item cost of the plugin. The shapes are the
-# ones record/models.py describes; the tests validate real runs against those models and schemas.
-def action_json(action: Action) -> dict[str, Any]:
-    """``action.model_dump(mode="json", exclude_none=True, exclude_defaults=True)``, fast: every
-    field but ``type`` defaults to None, except ``keys`` (an empty list)."""
-    out = {name: value for name, value in action.__dict__.items() if value is not None}
-    if not out.get("keys", True):
-        del out["keys"]
-    if "raw" in out:
-        out["raw"] = to_jsonable_python(out["raw"])  # agent data: whatever it holds, as model_dump would
-    return out
-
-
-_PLAIN = (str, int, float, bool)
-
-
-def _jsonable(value: Any) -> Any:
-    return value if value is None or type(value) in _PLAIN else to_jsonable_python(value)
-
-
-def criterion_json(criterion: Criterion) -> dict[str, Any]:
-    """``criterion.model_dump(mode="json")``, fast."""
-    return {"name": criterion.name, "passed": criterion.passed, "detail": criterion.detail,
-            "expected": _jsonable(criterion.expected), "actual": _jsonable(criterion.actual)}
 
 
 def save_episode(
@@ -163,25 +104,9 @@ def save_episode(
         "cost_usd": record.cost_usd,
     }
     trajectory_path = folder.absolute(trajectory_file)
-    png_dir = folder.absolute(task_dir)
 
     def write_files() -> None:
-        # The trajectory first: a screenshot that cannot be drawn must not cost the step record.
-        try:
-            folder.write_task_json(trajectory_path, trajectory)
-        except FileNotFoundError:  # the first task of this benchmark: make tasks/<bench>/
-            os.makedirs(os.path.dirname(trajectory_path), exist_ok=True)
-            folder.write_task_json(trajectory_path, trajectory)
-        if pngs:
-            os.makedirs(png_dir, exist_ok=True)
-        failed: Exception | None = None
-        for png, observation in pngs:
-            try:
-                _write_png(png, observation)
-            except Exception as exc:  # noqa: BLE001 - keep writing the others, report the first
-                failed = failed or exc
-        if failed is not None:
-            raise failed
+        write_episode_files(folder, trajectory_path, trajectory, pngs)
 
     state.writer.submit(write_files)
     payload["trajectory"] = trajectory_file

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentbench import metrics as m
+from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, write_summary
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.session import AgentbenchPlugin
-
-SUMMARY_SCHEMA = "pytest-agentbench/summary/v1"
 
 
 def status_of(report: pytest.TestReport) -> str:
@@ -173,40 +172,23 @@ class RunController:
         self.file_errors.extend(self.state.writer.flush())
         if not self.records and self.state.manifest is not None and not self.state.manifest.suites:
             return  # only suite benchmarks ran: they report for themselves
-        attempts = [m.attempt_from_result(r) for r in self.records]
-        overall = m.metrics(attempts)
         settings = self.state.settings
-        self.summary = {
-            "schema": SUMMARY_SCHEMA,
-            "run_name": folder.name,
-            "benchmark_name": "+".join(settings.benchmarks),
-            "benchmarks": list(settings.benchmarks),
-            "agent": settings.agent,
-            "player": self._player(settings.agent),
-            "model_id": settings.agent,
-            "created_at": self.started.isoformat(timespec="seconds"),
-            "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "max_steps": settings.max_steps,
-            **overall,
-            "by_domain": m.by_domain(attempts),
-            "vm_cost": self.state.pools.cost() if self.state.pools is not None else None,
-            "budget": self._budget_summary(),
-            "statuses": _count(r["status"] for r in self.records),
-            "tasks": [
-                {k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
-                                      "num_steps", "error", "error_type", "reason", "trajectory", "trial")}
-                for r in self.records
-            ],
-        }
+        self.summary = run_summary(
+            self.records, run_name=folder.name, benchmarks=settings.benchmarks, agent=settings.agent,
+            created_at=self.started.isoformat(timespec="seconds"),
+            finished_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            max_steps=settings.max_steps, task_fields=(*TASK_FIELDS, "trial"), player=self._player(settings.agent),
+            vm_cost=self.state.pools.cost() if self.state.pools is not None else None, budget=self._budget_summary())
+        from pytest_agentbench.plugin.junit import add_junit_properties
         from pytest_agentbench.plugin.trials import trial_settings
-        from pytest_agentbench.record.stats_report import add_junit_properties, summary_fields
+        from pytest_agentbench.record.stats_report import summary_fields
 
         trials = trial_settings(session.config).trials
         self.summary.update(summary_fields(self.records, trials))
         add_junit_properties(session.config, self.summary["statistics"], trials)
         threshold = settings.min_success
         if threshold is not None and self.records:
-            rate = overall["success_rate"]
+            rate = self.summary["success_rate"]
             if rate is None or rate < threshold:
                 shown = m.format_rate(rate)
                 self.gate_message = (
@@ -216,10 +198,7 @@ class RunController:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # The gate is decided first: a failure to write a view must not let a bad run pass.
         try:
-            folder.write_json(folder.summary_path, self.summary)
-            from pytest_agentbench.record.viewer import write_viewer
-
-            write_viewer(folder.path)
+            write_summary(folder, self.summary)
         except OSError as exc:
             self.write_error = self.write_error or f"ERROR: could not write the run summary in {folder.path}: {_os_error(exc)}"
         if settings.inspect_log is not None:
@@ -295,10 +274,3 @@ class RunController:
 def _os_error(exc: OSError) -> str:
     """``[Errno 28] No space left on device`` without the file name the caller already gives."""
     return f"[Errno {exc.errno}] {exc.strerror}" if exc.errno and exc.strerror else str(exc)
-
-
-def _count(values: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for value in values:
-        out[value] = out.get(value, 0) + 1
-    return dict(sorted(out.items()))

@@ -28,7 +28,8 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     """Register agents: ``registry.register("name", factory, description=...)``.
 
     ``factory(config)`` returns a :class:`pytest_agentbench.Agent`. It may raise
-    ``pytest.UsageError`` (a missing API key, say) and is then reported before anything runs.
+    ``pytest.UsageError`` or ``pytest_agentbench.errors.ConfigError`` (a missing API key, say) and
+    is then reported before anything runs.
     """
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.plugin.bridge import usage_errors
 from pytest_agentbench.plugin.episodes import TASK_KEY, BenchItem, suites_for
 from pytest_agentbench.plugin.options import Settings
 
@@ -108,7 +109,8 @@ class AgentbenchPlugin:
         if name not in registry:
             raise pytest.UsageError(f"unknown agent {name!r} in --bench-agent; available: {', '.join(registry.names())}")
         try:
-            agent = registry.create(name, self.config)
+            with usage_errors():  # a ConfigError from the factory is a usage error as it is
+                agent = registry.create(name, self.config)
         except pytest.UsageError:
             raise
         except (ValueError, OSError) as exc:
@@ -139,7 +141,8 @@ class AgentbenchPlugin:
                 self.pools.lease = data[LEASE_INPUT]
                 config.pluginmanager.register(self.pools, "agentbench-pool")
         else:
-            self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
+            with usage_errors():
+                self.manifest = resolve(self.settings, self.bench_registry, self.benchmarks, config)
             if self.settings.baseline is not None:
                 from pytest_agentbench.baseline import load_baseline
 
@@ -182,7 +185,8 @@ class AgentbenchPlugin:
             if entry is None or entry.kind != "suite" or name in self.suites:
                 continue
             try:
-                provider = entry.factory(self.config)
+                with usage_errors():
+                    provider = entry.factory(self.config)
             except pytest.UsageError:
                 raise
             except (ValueError, KeyError, OSError) as exc:

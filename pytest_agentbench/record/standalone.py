@@ -1,4 +1,5 @@
-"""Write a run folder for ``evaluate_agent_on_benchmark(..., results_dir=...)`` (no pytest)."""
+"""Write a run folder for ``evaluate_agent_on_benchmark(..., results_dir=...)`` (no pytest), through
+the same writers as the plugin (``record/run_files.py``)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench import metrics as m
-from pytest_agentbench.plugin.artifacts import RESULT_SCHEMA, TRAJECTORY_SCHEMA
-from pytest_agentbench.plugin.controller import SUMMARY_SCHEMA
+from pytest_agentbench.record.run_files import (
+    RESULT_SCHEMA,
+    TRAJECTORY_SCHEMA,
+    run_summary,
+    write_episode_files,
+    write_summary,
+)
 from pytest_agentbench.record.runfolder import RunFolder, default_run_name
 
 
@@ -47,7 +52,8 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
             "message": record.reason or "", "total_time_seconds": record.total_time_seconds,
             "cost_usd": record.cost_usd,
         }
-        folder.write_json(folder.trajectory_path(record.benchmark or bench.name, record.task_id), trajectory)
+        write_episode_files(folder, str(folder.trajectory_path(record.benchmark or bench.name, record.task_id)),
+                            trajectory)
         row = {
             "schema": RESULT_SCHEMA, "nodeid": None, "benchmark": record.benchmark or bench.name,
             "domain": record.domain, "task_id": record.task_id, "agent": record.agent,
@@ -65,17 +71,7 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
         folder.append_result(row)
         records.append(row)
     folder.close()  # (on an exception, the folder's finalizer closes it)
-    attempts = [m.attempt_from_result(r) for r in records]
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    folder.write_json(folder.summary_path, {
-        "schema": SUMMARY_SCHEMA, "run_name": folder.name, "benchmark_name": bench.name, "benchmarks": [bench.name],
-        "agent": agent_name, "model_id": agent_name, "created_at": now, "finished_at": now, "max_steps": None,
-        **m.metrics(attempts), "by_domain": m.by_domain(attempts),
-        "statuses": {k: sum(1 for r in records if r["status"] == k) for k in sorted({r["status"] for r in records})},
-        "tasks": [{k: r.get(k) for k in ("nodeid", "benchmark", "domain", "task_id", "status", "success", "score",
-                                         "num_steps", "error", "error_type", "reason", "trajectory")} for r in records],
-    })
-    from pytest_agentbench.record.viewer import write_viewer
-
-    write_viewer(folder.path)
+    write_summary(folder, run_summary(records, run_name=folder.name, benchmarks=[bench.name], agent=agent_name,
+                                      created_at=now, finished_at=now, max_steps=None))
     return folder

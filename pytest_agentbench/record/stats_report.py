@@ -85,17 +85,6 @@ def junit_properties(statistics: Mapping[str, Any], trials: int) -> list[tuple[s
     return out
 
 
-def add_junit_properties(config: Any, statistics: Mapping[str, Any], trials: int) -> None:
-    """Add the properties to the JUnit report when ``--junitxml`` is on (it writes after us)."""
-    from _pytest.junitxml import xml_key  # the LogXML object pytest keeps on the config
-
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
-        return
-    for name, value in junit_properties(statistics, trials):
-        xml.add_global_property(name, value)
-
-
 def viewer_statistics(summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Formatted statistics for the viewer's cards: from summary.json, or computed from the
     records of a run that never wrote one. None when there is nothing to show."""

@@ -10,24 +10,7 @@ condition x trial is an item ``bench/extradup::<reward>::<condition>::trial<k>``
 
 A reward is a plain callable ``reward(evidence) -> bool | float | None`` (see ``cells.Evidence``).
 
-The plugin registers the benchmark (``plugin.py``) and defines ``--bench-reward`` (``options.py``) without
-importing this package; it is imported only when the benchmark is made, through :func:`make_provider`.
+The plugin layer registers the benchmark and builds its suite provider (``plugin/suites.py``, the
+pytest side: items, reports, the summary table); this package holds the pytest-free parts (the
+conditions, the rewards, the evidence) and imports nothing at startup.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pytest
-
-    from pytest_agentbench.plugin.suites import ExtraDup
-
-
-def make_provider(config: pytest.Config | None) -> ExtraDup:
-    """The suite provider (``registry.register_suite`` factory)."""
-    from pytest_agentbench.plugin.suites import ExtraDup
-
-    if config is None:
-        raise ValueError("the extradup benchmark needs a pytest config")
-    return ExtraDup(config)

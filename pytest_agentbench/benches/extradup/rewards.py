@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.benches.extradup.cells import Evidence, StoreUnavailable
+from pytest_agentbench.errors import ConfigError
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -72,9 +73,7 @@ def builtin_rewards() -> list[Reward]:
 
 
 def _usage(message: str) -> Exception:
-    import pytest
-
-    return pytest.UsageError(message)
+    return ConfigError(message)
 
 
 def load_reward(spec: str, rootdir: str | None = None) -> Reward | None:

@@ -46,16 +46,27 @@ from pytest_agentbench.benches.opencomputer.tasks import (
     resolve_tasks_dir,
 )
 from pytest_agentbench.benchmark import Benchmark, EvaluationError, InfrastructureError
+from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.model import Action, Observation, Verdict
+from pytest_agentbench.settings import settings_of
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_agentbench.benches.opencomputer.desktop import Desktop
     from pytest_agentbench.benches.opencomputer.harness import Harness
     from pytest_agentbench.benches.opencomputer.image import ImagePython
     from pytest_agentbench.infra.sandbox import Isolation, Limits, Sandbox
     from pytest_agentbench.model import Task
+    from pytest_agentbench.settings import Settings
+
+
+def _isolation(mode: str) -> Isolation:
+    """``--sandbox-isolation`` decided here, outside a pytest session."""
+    from pytest_agentbench.infra.sandbox import SandboxError, choose_isolation
+
+    try:
+        return choose_isolation(mode)
+    except SandboxError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class StandIn(Agent):
@@ -129,57 +140,60 @@ class OpenComputerBenchmark(Benchmark):
         self._end_state_agent = StandIn("end-state", "end state given by --opencomputer-end-state")
 
     @classmethod
-    def from_config(cls, config: pytest.Config | None) -> OpenComputerBenchmark:
-        """Build from the ``--opencomputer-*`` options; missing or bad ones are usage errors."""
-        import pytest
+    def from_config(cls, settings: Settings | None, *, isolation: Callable[[], Isolation] | None = None,
+                    limits: Limits | None = None) -> OpenComputerBenchmark:
+        """Build from the ``--opencomputer-*`` options; missing or bad ones are :class:`ConfigError`.
 
-        if config is None:
+        ``isolation()`` decides the sandboxes' isolation (the plugin decides it once per session);
+        without it, ``--sandbox-isolation`` is tried here."""
+        settings = settings_of(settings)
+        if settings is None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
         from pytest_agentbench.benches.opencomputer.checks import load_judge
         from pytest_agentbench.benches.opencomputer.harness import find_checkout
         from pytest_agentbench.benches.opencomputer.image import ImageError, choose_python
         from pytest_agentbench.benches.opencomputer.options import opencomputer_settings
-        from pytest_agentbench.infra.sandbox import isolation_mode, session_isolation, session_limits
 
-        settings = opencomputer_settings(config)
-        if settings.tasks is None:
-            raise pytest.UsageError("--bench=opencomputer needs --opencomputer-tasks DIR (an OpenComputer checkout, "
-                                    "its task_generator/tasks, or a folder of <id>/task.json) or the ini key "
-                                    "agentbench_opencomputer_tasks")
-        for flag, folder in (("--opencomputer-verifiers", settings.verifiers),
-                             ("--opencomputer-end-state", settings.end_state)):
+        options = opencomputer_settings(settings)
+        if options.tasks is None:
+            raise ConfigError("--bench=opencomputer needs --opencomputer-tasks DIR (an OpenComputer checkout, "
+                              "its task_generator/tasks, or a folder of <id>/task.json) or the ini key "
+                              "agentbench_opencomputer_tasks")
+        for flag, folder in (("--opencomputer-verifiers", options.verifiers),
+                             ("--opencomputer-end-state", options.end_state)):
             if folder is not None and not folder.is_dir():
                 what = "is not a folder" if folder.exists() else "does not exist"
-                raise pytest.UsageError(f"{flag} {folder} {what}")
-        checkout = find_checkout(settings.tasks) if settings.tasks.is_dir() else None
-        if settings.end_state is not None and settings.verifiers is None and checkout is None:
-            raise pytest.UsageError("--opencomputer-end-state needs --opencomputer-verifiers DIR (the verifier scripts "
-                                    "that grade the end states: OpenComputer's verifiers/ folder), or "
-                                    "--opencomputer-tasks naming an OpenComputer checkout")
+                raise ConfigError(f"{flag} {folder} {what}")
+        checkout = find_checkout(options.tasks) if options.tasks.is_dir() else None
+        if options.end_state is not None and options.verifiers is None and checkout is None:
+            raise ConfigError("--opencomputer-end-state needs --opencomputer-verifiers DIR (the verifier scripts "
+                              "that grade the end states: OpenComputer's verifiers/ folder), or "
+                              "--opencomputer-tasks naming an OpenComputer checkout")
         judge = None
-        if settings.judge:
+        if options.judge:
             try:
-                judge = load_judge(settings.judge, str(config.rootpath))
+                judge = load_judge(options.judge, str(settings.rootdir))
             except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
-        if settings.python != "auto":
+                raise ConfigError(str(exc)) from None
+        if options.python != "auto":
             try:
-                choose_python(settings.python)
+                choose_python(options.python)
             except ImageError as exc:
-                raise pytest.UsageError(str(exc)) from None
-        wants_harness = settings.harness == "opencomputer" or (settings.harness == "auto" and checkout is not None)
-        if isolation_mode(config) != "auto" or wants_harness:
-            isolation = session_isolation(config)  # decided now: an unusable required bwrap stops the run (exit 4)
-            if settings.harness == "opencomputer" and not isolation.isolated:
-                raise pytest.UsageError("--opencomputer-harness opencomputer runs OpenComputer's harness code in a "
-                                        f"bubblewrap sandbox, which is not available: {isolation.describe()}")
+                raise ConfigError(str(exc)) from None
+        mode = settings.get("sandbox_isolation") or "auto"
+        decide = isolation or (lambda: _isolation(mode))
+        wants_harness = options.harness == "opencomputer" or (options.harness == "auto" and checkout is not None)
+        if mode != "auto" or wants_harness:
+            decided = decide()  # decided now: an unusable required bwrap stops the run (exit 4)
+            if options.harness == "opencomputer" and not decided.isolated:
+                raise ConfigError("--opencomputer-harness opencomputer runs OpenComputer's harness code in a "
+                                  f"bubblewrap sandbox, which is not available: {decided.describe()}")
         try:
-            return cls(settings.tasks, verifiers_dir=settings.verifiers, end_state_dir=settings.end_state,
-                       timeout=settings.timeout, judge=judge, on_error=settings.verifier_errors,
-                       harness=settings.harness, python=settings.python, isolation=lambda: session_isolation(config),
-                       limits=session_limits(config))
+            return cls(options.tasks, verifiers_dir=options.verifiers, end_state_dir=options.end_state,
+                       timeout=options.timeout, judge=judge, on_error=options.verifier_errors,
+                       harness=options.harness, python=options.python, isolation=decide, limits=limits)
         except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise ConfigError(str(exc)) from None
 
     # -- tasks ---------------------------------------------------------------------------------
     @property

@@ -1,21 +1,20 @@
-"""The OpenComputer settings, read back from the option table (``pytest_agentbench/plugin/options.py``,
-where the ``--opencomputer-*`` options are declared: a plain run must not import
-``pytest_agentbench.benches``). Each has an ini key ``agentbench_<dest>``; the command line wins.
-Relative paths on the command line are taken from the invocation folder, in the ini file from the
-ini file's folder (as for ``--waa-examples``).
+"""The OpenComputer settings, read through a :class:`~pytest_agentbench.settings.Settings` reader (the
+``--opencomputer-*`` options are declared in the option table, ``pytest_agentbench/plugin/options.py``:
+a plain run must not import ``pytest_agentbench.benches``). Each has an ini key ``agentbench_<dest>``;
+the command line wins. Relative paths on the command line are taken from the invocation folder, in
+the ini file from the ini file's folder (as for ``--waa-examples``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
+from pytest_agentbench.benches.opencomputer.checks import DEFAULT_TIMEOUT
 
-from pytest_agentbench.plugin.options import (
-    OPENCOMPUTER_DEFAULT_TIMEOUT,
-    setting,
-)
+if TYPE_CHECKING:
+    from pytest_agentbench.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -30,22 +29,22 @@ class OpenComputerSettings:
     python: str = "auto"
 
 
-def opencomputer_settings(config: pytest.Config) -> OpenComputerSettings:
-    """The options, checked (bad values are usage errors naming the option and the fix)."""
+def opencomputer_settings(settings: Settings) -> OpenComputerSettings:
+    """The options, as checked by the option table."""
     def get(key: str) -> str | None:
-        value = setting(config, f"opencomputer_{key}")
+        value = settings.get(f"opencomputer_{key}")
         return None if value is None else str(value)
 
     def folder(key: str) -> Path | None:
         value = get(key)
         return Path(value) if value else None
 
-    timeout = setting(config, "opencomputer_timeout")
+    timeout = settings.get("opencomputer_timeout")
     return OpenComputerSettings(
         tasks=folder("tasks"),
         verifiers=folder("verifiers"),
         end_state=folder("end_state"),
-        timeout=OPENCOMPUTER_DEFAULT_TIMEOUT if timeout is None else float(timeout),
+        timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
         judge=get("judge"),
         verifier_errors=get("verifier_errors") or "fail",
         harness=get("harness") or "auto",

@@ -34,11 +34,12 @@ from pytest_agentbench.benches.waa.upstream import (
     locate_client,
 )
 from pytest_agentbench.benchmark import Benchmark, InfrastructureError
+from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.settings import settings_of
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_agentbench.model import Action, Observation, Task, Verdict
+    from pytest_agentbench.settings import Settings
 
 #: ``client_factory(settings, upstream)`` returns an object with the ``WAAClient`` methods.
 ClientFactory = Callable[[WAASettings, "UpstreamEvaluator | None"], Any]
@@ -98,78 +99,48 @@ class WAABenchmark(Benchmark):
         self.settings = dataclasses.replace(self.settings, ready_timeout=value)
 
     @classmethod
-    def from_config(cls, config: pytest.Config | None, **kwargs: Any) -> WAABenchmark:
-        """Build from ``--waa-*`` options (the command line wins over the ``agentbench_waa_*`` ini keys).
-        Relative paths on the command line are taken from the invocation folder, in the ini file
-        from the ini file's folder. Without an evaluate server, upstream's evaluator code must be
-        found (``--waa-upstream``, or inferred from ``--waa-examples``): else a usage error, except
-        for runs that score nothing (``--collect-only``, ``--bench-dry-run``)."""
-        if config is None:
+    def from_config(cls, settings: Settings | None, **kwargs: Any) -> WAABenchmark:
+        """Build from ``--waa-*`` options (the command line wins over the ``agentbench_waa_*`` ini keys;
+        relative paths come resolved, see :mod:`pytest_agentbench.settings`). Without an evaluate
+        server, upstream's evaluator code must be found (``--waa-upstream``, or inferred from
+        ``--waa-examples``): else a usage error, except for runs that score nothing
+        (``--collect-only``, ``--bench-dry-run``)."""
+        settings = settings_of(settings)
+        if settings is None:
             return cls(**kwargs)
-        import pytest
 
-        from pytest_agentbench.plugin.options import WAA_SECONDS, parse_number
+        def get(name: str) -> Any:
+            return settings.get(f"waa_{name}")
 
-        def pick(option: str, ini: str) -> tuple[Any, Path | None]:
-            value = config.getoption(option, None)
-            if value not in (None, "", []):
-                return value, Path(config.invocation_params.dir)
-            raw = str(config.getini(ini)).strip()
-            if raw:
-                return raw, Path(config.inipath).parent if config.inipath else Path(config.rootpath)
-            return None, None
-
-        def path(option: str) -> Path | None:
-            value, base = pick(f"waa_{option}", f"agentbench_waa_{option}")
-            if value is None:
-                return None
-            value = Path(str(value)).expanduser()
-            return value if value.is_absolute() or base is None else base / value
-
-        def seconds(name: str, default: float | None) -> float | None:
-            value, _ = pick(f"waa_{name}", f"agentbench_waa_{name}")
-            if value is None:
-                return default
-            if isinstance(value, float):
-                return value
-            try:
-                return parse_number(f"ini agentbench_waa_{name}", value, positive=name.endswith("timeout"),
-                                    unit="megabytes" if name.endswith("_mb") else "seconds")
-            except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
+        def path(name: str) -> Path | None:
+            value = get(name)
+            return None if value in (None, "") else Path(str(value))
 
         examples = path("examples")
-        index, index_base = pick("waa_index", "agentbench_waa_index")
-        server, _ = pick("waa_server", "agentbench_waa_server")
-        evaluate, _ = pick("waa_evaluate_url", "agentbench_waa_evaluate_url")
-        cdp, _ = pick("waa_cdp_url", "agentbench_waa_cdp_url")
-        allow, _ = pick("waa_download_allow", "agentbench_waa_download_allow")
+        allow = get("download_allow")
         allow_list = allow if isinstance(allow, list) else [allow] if allow else []
-        defaults = WAASettings()
-        fields: dict[str, Any] = {n.replace("-", "_"): seconds(n.replace("-", "_"), getattr(defaults, n.replace("-", "_")))
-                                  for n in WAA_SECONDS}
-        settings = WAASettings(
-            server_url=str(server or DEFAULT_SERVER), evaluate_url=str(evaluate) if evaluate else None,
-            cdp_url=str(cdp) if cdp else None, ready_timeout=seconds("ready_timeout", None),
+        # every float field (settle, step_pause, ..., download_max_mb) is the option waa_<field>
+        seconds = {f.name: float(get(f.name)) for f in dataclasses.fields(WAASettings)
+                   if f.type == "float" and get(f.name) is not None}
+        ready = get("ready_timeout")
+        waa = WAASettings(
+            server_url=str(get("server") or DEFAULT_SERVER), evaluate_url=get("evaluate_url") or None,
+            cdp_url=get("cdp_url") or None, ready_timeout=None if ready is None else float(ready),
             download_allow=frozenset(h.strip().lower() for text in allow_list for h in str(text).split(",") if h.strip()),
-            download_max_mb=seconds("download_max_mb", defaults.download_max_mb) or defaults.download_max_mb,
-            **fields)
+            **seconds)
         upstream = None
         try:
             upstream_dir = path("upstream")
             client_dir = locate_client(upstream_dir) if upstream_dir is not None else infer_client(examples)
             if client_dir is not None:
-                python, _ = pick("waa_python", "agentbench_waa_python")
-                upstream = UpstreamEvaluator(client_dir, str(python) if python else None,
-                                             timeout=settings.evaluate_timeout)
+                upstream = UpstreamEvaluator(client_dir, get("python") or None, timeout=waa.evaluate_timeout)
         except WAAUpstreamError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        scores_nothing = bool(config.getoption("collectonly", False) or config.getoption("dry_run", False)
-                              or config.getoption("pool_dry_run", False))
-        if upstream is None and settings.evaluate_url is None and not scores_nothing:
-            raise pytest.UsageError(f"--bench=waa cannot score: no upstream evaluator code found; {HOW_TO_POINT}")
-        return cls(examples, index or DEFAULT_INDEX, settings=settings, upstream=upstream,
-                   base_dir=index_base, **kwargs)
+            raise ConfigError(str(exc)) from None
+        scores_nothing = bool(settings.get("collectonly") or settings.get("dry_run") or settings.get("pool_dry_run"))
+        if upstream is None and waa.evaluate_url is None and not scores_nothing:
+            raise ConfigError(f"--bench=waa cannot score: no upstream evaluator code found; {HOW_TO_POINT}")
+        return cls(examples, get("index") or DEFAULT_INDEX, settings=waa, upstream=upstream,
+                   base_dir=settings.invocation_dir, **kwargs)
 
     # -- tasks ---------------------------------------------------------------------------------
     def list_tasks(self, limit: int | None = None) -> list[Task]:
@@ -183,9 +154,7 @@ class WAABenchmark(Benchmark):
         try:
             return self.taskset.find(task_id)
         except WAATaskError as exc:  # the stem's file exists but is broken: say so, not "no such task"
-            import pytest
-
-            raise pytest.UsageError(str(exc)) from None
+            raise ConfigError(str(exc)) from None
 
     # -- the server ------------------------------------------------------------------------------
     @property
