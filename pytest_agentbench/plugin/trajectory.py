@@ -17,7 +17,7 @@ defines).
 * Every report carries the case's results as plain JSON (so they travel from xdist workers);
   the controller keeps one per node id for the summary block and the ``--trajectory-min`` gate.
 
-The module imports only pytest and the standard library; the case format, the metrics and the
+The module imports only pytest, the standard library and plugin/reporting.py; the case format, the metrics and the
 adapters load when the first case file is collected or scored.
 """
 
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
+
+from pytest_agentbench.plugin import reporting
 
 if TYPE_CHECKING:
     from pytest_agentbench.trajectory.cases import Case
@@ -260,12 +262,8 @@ class ReportHooks:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if isinstance(item, CaseItem) and item.payload is not None:
-            if report.when == "call" or (report.when == "setup" and not report.passed):
-                setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-                if report.skipped and isinstance(report.longrepr, tuple):
-                    # No line: a case file has none worth showing. pytest's terminal prints a None
-                    # line as "path: reason", though its annotation says int.
-                    report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]
+            # A skip points at the case file, with no line: a case file has none worth showing.
+            reporting.attach(report, PAYLOAD_ATTR, dict(item.payload), str(item.path))
         return report
 
 
@@ -276,19 +274,17 @@ class TrajectoryReporter:
     def __init__(self, config: pytest.Config, gate: float | None) -> None:
         self.config = config
         self.gate = gate
-        self.payloads: dict[str, dict[str, Any]] = {}
+        self.payloads = reporting.Payloads(PAYLOAD_ATTR)
         self.gate_line: str | None = None
         self.gate_failed = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        payload = getattr(report, PAYLOAD_ATTR, None)
-        if payload is not None:
-            self.payloads[payload["nodeid"]] = payload
+        self.payloads.add(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.gate is None or not self.payloads:
             return  # an ini gate must not fail runs that have no trajectory items
-        mean, count = overall_mean(list(self.payloads.values()))
+        mean, count = overall_mean(self.payloads.values())
         if mean is None:
             self.gate_line = (f"ERROR: no trajectory metric was evaluated, so --trajectory-min {self.gate:.3f} "
                               "cannot be met")
@@ -300,16 +296,14 @@ class TrajectoryReporter:
         else:
             self.gate_line = (f"Mean trajectory score {mean:.3f} ({count} evaluated metric results) meets "
                               f"--trajectory-min {self.gate:.3f}")
-        if self.gate_failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.gate_failed:
+            reporting.fail_session(session)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.payloads:
             return
         tr = terminalreporter
-        tr.write_sep("=", "trajectory checks")
-        for line in summary_lines(list(self.payloads.values())):
-            tr.write_line(line)
+        reporting.write_block(tr, "trajectory checks", summary_lines(self.payloads.values()))
         if self.gate_line:
             tr.write_line(self.gate_line, red=self.gate_failed, bold=self.gate_failed, green=not self.gate_failed)
 
