@@ -29,6 +29,7 @@ import pytest
 from pytest_agentbench.benches.extradup.cells import CONDITIONS, SEEDS, WRONG_WRITES, StoreUnavailable, apply_cell
 from pytest_agentbench.benches.extradup.rewards import Reward, builtin_rewards, call_reward, user_rewards
 from pytest_agentbench.plugin import reporting
+from pytest_agentbench.text import render_table
 
 NAME = "extradup"
 PAYLOAD_ATTR = "agentbench_extradup"
@@ -260,7 +261,7 @@ def render(rewards: tuple[Reward, ...], payloads: list[dict[str, Any]]) -> list[
     lines.append("paid/trials per condition (unscored: the reward returned None; "
                  "error: it raised or returned a bad value)")
     header = ["condition", "gold", *(r.name for r in ran)]
-    table = [header]
+    table: list[list[str]] = []
     for condition, spec in CONDITIONS.items():
         if not any(p["condition"] == condition for p in payloads):
             continue
@@ -269,9 +270,4 @@ def render(rewards: tuple[Reward, ...], payloads: list[dict[str, Any]]) -> list[
             t = tally(payloads, reward.name, (condition,))
             cells.append(_fraction(t) if t["trials"] else "-")
         table.append([condition, GOLD_WORDS[spec.gold], *cells])
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for n, row in enumerate(table):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
+    return [*lines, *render_table(header, table)]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from pytest_agentbench.plugin import reporting
+from pytest_agentbench.text import render_table
 
 if TYPE_CHECKING:
     from pytest_agentbench.trajectory.cases import Case
@@ -223,19 +224,6 @@ def result_word(passed: bool | None) -> str:
     return NOT_EVALUATED if passed is None else "passed" if passed else "failed"
 
 
-def table(headers: list[str], rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
-    """A plain-text table; ``right`` holds the indexes of right-aligned (number) columns."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        out = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
-        return "  ".join(out).rstrip()
-
-    # The last column (free text in the failure table) is not padded: its rule is as long as its header.
-    rule = ["-" * (w if i < len(widths) - 1 else len(headers[-1])) for i, w in enumerate(widths)]
-    return [line(headers), line(rule), *(line(r) for r in rows)]
-
-
 def failure_message(task_id: str, results: list[MetricResult], mean: float | None, min_score: float | None) -> str:
     """Every metric, failed or not: the reader sees what passed next to what did not."""
     evaluated = [r for r in results if r.passed is not None]
@@ -250,7 +238,9 @@ def failure_message(task_id: str, results: list[MetricResult], mean: float | Non
         head += f"; {skipped} not evaluated"
     rows = [[r.name, "-" if r.passed is None else f"{r.score:.3f}", result_word(r.passed).upper()
              if r.passed is False else result_word(r.passed), r.details] for r in results]
-    return "\n".join([head, *table(["metric", "score", "result", "details"], rows, right=frozenset({1}))])
+    # The last column (free text) is not padded: its rule is as long as its header.
+    return "\n".join([head, *render_table(["metric", "score", "result", "details"], rows, right={1},
+                                           short_last_rule=True)])
 
 
 # -- reports -------------------------------------------------------------------------------------
@@ -340,8 +330,8 @@ def summary_lines(payloads: list[dict[str, Any]]) -> list[str]:
                      str(sum(r["failed"] for r in per.values())), str(sum(r["none"] for r in per.values())),
                      "-" if mean is None else f"{mean:.3f}"])
         lines.append("")
-        lines.extend(table(["metric", "evaluated", "passed", "failed", NOT_EVALUATED, "mean score"], rows,
-                           right=frozenset({1, 2, 3, 4, 5})))
+        lines.extend(render_table(["metric", "evaluated", "passed", "failed", NOT_EVALUATED, "mean score"], rows,
+                                  right={1, 2, 3, 4, 5}, short_last_rule=True))
     lines.append("")
     lines.append("Mean scores are over evaluated metrics only; a not-evaluated metric has no score.")
     return lines
