@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.audit.model import RUN_CLASS_TEXT
 from pytest_agentbench.audit.operators import OPERATOR_CLASS
 from pytest_agentbench.text import render_table
 
@@ -59,7 +58,3 @@ def render(
     lines += render_table(header, rows, right=range(2, len(header)), indent="  ")
     lines += ["", *LEGEND]
     return lines
-
-
-def legend_text() -> dict[str, str]:
-    return dict(RUN_CLASS_TEXT)

@@ -79,9 +79,6 @@ class Payloads:
     def __bool__(self) -> bool:
         return bool(self.by_nodeid)
 
-    def __len__(self) -> int:
-        return len(self.by_nodeid)
-
 
 def fail_session(session: pytest.Session) -> None:
     """A gate failed (a threshold missed, a report file not written): the run exits 1 unless it
