@@ -28,11 +28,13 @@ def render_table(
     right: Collection[int] = (),
     *,
     indent: str = "",
+    rule: bool = True,
     short_last_rule: bool = False,
 ) -> list[str]:
     """A plain-text table: the header, a rule of dashes, then the rows; columns two spaces apart,
     as wide as their widest cell, lines without trailing spaces. ``right`` holds the indexes of
-    right-aligned (number) columns; ``indent`` starts every line. With ``short_last_rule`` the
+    right-aligned (number) columns; ``indent`` starts every line; ``rule=False`` leaves the rule
+    out (a small table inside a failure message). With ``short_last_rule`` the
     last column's rule is only as long as its header (for a free-text column whose cells vary
     widely)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
@@ -41,6 +43,8 @@ def render_table(
         out = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
         return (indent + "  ".join(out)).rstrip()
 
+    if not rule:
+        return [line(header), *(line(r) for r in rows)]
     last = len(widths) - 1
-    rule = ["-" * (len(header[i]) if short_last_rule and i == last else w) for i, w in enumerate(widths)]
-    return [line(header), line(rule), *(line(r) for r in rows)]
+    dashes = ["-" * (len(header[i]) if short_last_rule and i == last else w) for i, w in enumerate(widths)]
+    return [line(header), line(dashes), *(line(r) for r in rows)]

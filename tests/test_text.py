@@ -46,3 +46,7 @@ def test_png_size_reads_the_header_only():
     assert png_size(data[:24]) == (37, 21)
     assert png_size(data[:23]) is None
     assert png_size(b"GIF89a" + bytes(30)) is None
+
+
+def test_render_table_without_rule():
+    assert render_table(["a", "bb"], [["xyz", "1"]], indent="  ", rule=False) == ["  a    bb", "  xyz  1"]
