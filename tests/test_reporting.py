@@ -59,6 +59,6 @@ def test_fail_session_fails_a_passing_run_and_keeps_a_worse_exit_status(pytester
             reporting.fail_session(session)
     """)
     pytester.makepyfile("def test_ok(): pass\n")
-    assert pytester.runpytest("-p", "no:agentbench").ret == pytest.ExitCode.TESTS_FAILED
+    assert pytester.runpytest("-p", "no:agentbench", "-p", "no:benchmark").ret == pytest.ExitCode.TESTS_FAILED
     pytester.makepyfile("def test_ok(): raise KeyboardInterrupt\n")
-    assert pytester.runpytest_subprocess("-p", "no:agentbench").ret == pytest.ExitCode.INTERRUPTED
+    assert pytester.runpytest_subprocess("-p", "no:agentbench", "-p", "no:benchmark").ret == pytest.ExitCode.INTERRUPTED
