@@ -356,9 +356,10 @@ class AuditSession:
                        "runs": [{k: r.get(k) for k in fields} for r in t["runs"]]} for t in tasks],
         }
         path = self.settings.out
+        from pytest_agentbench.files import write_atomic
+
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            write_atomic(path, json.dumps(report, indent=2, sort_keys=True) + "\n", mkdir=True)
             self.out_written = str(path)
         except OSError as exc:
             self.out_error = f"ERROR: could not write --audit-out {path}: {exc}"
