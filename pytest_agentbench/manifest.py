@@ -8,7 +8,6 @@ that file alone and never enumerate tasks themselves.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,11 +39,9 @@ class Manifest:
         }
 
     def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_json(), sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        from pytest_agentbench.files import write_atomic
+
+        return write_atomic(path, json.dumps(self.to_json(), sort_keys=True), tmp=path.with_suffix(".tmp"), mkdir=True)
 
     @classmethod
     def read(cls, path: str | Path) -> Manifest:

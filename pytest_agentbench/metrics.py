@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.text import render_table
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -129,20 +131,10 @@ def error_breakdown(m: Mapping[str, Any]) -> str:
 
 def domain_table(domains: Mapping[str, Mapping[str, Any]]) -> list[str]:
     header = ("domain", "attempts", "outcomes", "passed", "success", "avg score", "errors")
-    rows = [header]
-    for domain, m in domains.items():
-        rows.append((
-            domain, str(m["num_attempts"]), str(m["num_outcome_tasks"]), str(m["success_count"]),
-            format_rate(m["success_rate"]), format_score(m["avg_score"]), str(m["error_count"]),
-        ))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = []
-    for index, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
-        lines.append("  ".join(cells))
-        if index == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
+    rows = [(domain, str(m["num_attempts"]), str(m["num_outcome_tasks"]), str(m["success_count"]),
+             format_rate(m["success_rate"]), format_score(m["avg_score"]), str(m["error_count"]))
+            for domain, m in domains.items()]
+    return render_table(header, rows, right=range(1, len(header)))
 
 
 def format_usd(value: float | None) -> str:

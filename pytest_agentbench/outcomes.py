@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from pytest_agentbench.text import render_table
+
 if TYPE_CHECKING:
     from pytest_agentbench.model import EpisodeRecord
 
@@ -38,13 +40,12 @@ class Outcome:
 def criteria_table(record: EpisodeRecord) -> str:
     if record.verdict is None or not record.verdict.criteria:
         return ""
-    rows = [("criterion", "result", "detail")]
+    rows = []
     for c in record.verdict.criteria:
         mark = "pass" if c.passed else ("n/a" if c.passed is None else "FAIL")
         detail = c.detail or ("" if c.actual is None else f"actual={c.actual!r}")
         rows.append((c.name, mark, detail[:80]))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+    return "\n".join(render_table(("criterion", "result", "detail"), rows, indent="  ", rule=False))
 
 
 #: The longest first line a failure gets before it is cut (the rest follows on the next line).

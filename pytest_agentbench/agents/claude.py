@@ -70,15 +70,16 @@ import json
 import math
 import os
 import re
-import struct
 import warnings
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_agentbench.agent import Agent, StepEstimate, Usage
 from pytest_agentbench.agents import prices
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.images import png_size
 from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.settings import settings_of
+from pytest_agentbench.text import shorten
 
 if TYPE_CHECKING:
     from anthropic.types.beta import BetaMessageParam, BetaToolUnionParam
@@ -162,13 +163,6 @@ def declared_size(width: int, height: int) -> tuple[int, int]:
     limit_w, limit_h = (MAX_LONG_EDGE, MAX_SHORT_EDGE) if width >= height else (MAX_SHORT_EDGE, MAX_LONG_EDGE)
     factor = min(1.0, limit_w / width, limit_h / height)
     return max(1, math.floor(width * factor + 1e-9)), max(1, math.floor(height * factor + 1e-9))
-
-
-def png_size(data: bytes) -> tuple[int, int] | None:
-    if len(data) >= 24 and data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
-        width, height = struct.unpack(">II", data[16:24])
-        return int(width), int(height)
-    return None
 
 
 _last_resize: tuple[bytes, tuple[int, int], bytes] | None = None
@@ -414,7 +408,8 @@ class ClaudeAgent(Agent):
         except anthropic.APITimeoutError:
             raise ClaudeAPIError(f"Claude API request timed out after {self.timeout:g}s (and the SDK's retries)") from None
         except anthropic.APIConnectionError as exc:
-            raise ClaudeAPIError(self._scrub(f"Claude API unreachable after the SDK's retries: {_one_line(exc)}")) from None
+            reason = shorten(exc, 300, within=False)
+            raise ClaudeAPIError(self._scrub(f"Claude API unreachable after the SDK's retries: {reason}")) from None
         self._count(response)
         return response
 
@@ -670,11 +665,6 @@ def _final_word(text: str) -> ActionType:
     return "done"
 
 
-def _one_line(value: object) -> str:
-    text = " ".join(str(value).split())
-    return text[:300] + ("..." if len(text) > 300 else "")
-
-
 def _status_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     detail = ""
@@ -684,7 +674,7 @@ def _status_message(exc: Any) -> str:
         detail = ": ".join(str(p) for p in (error.get("type"), error.get("message")) if p)
     status = getattr(exc, "status_code", "?")
     retried = " (after the SDK's retries)" if status in (408, 409, 429) or (isinstance(status, int) and status >= 500) else ""
-    return _one_line(f"Claude API HTTP {status}{retried}: {detail or type(exc).__name__}")
+    return shorten(f"Claude API HTTP {status}{retried}: {detail or type(exc).__name__}", 300, within=False)
 
 
 def _block_tokens(block: dict[str, Any]) -> int:

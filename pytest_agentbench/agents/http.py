@@ -40,6 +40,7 @@ from pydantic import ValidationError
 
 from pytest_agentbench.agent import Agent, Usage
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.images import png_size
 from pytest_agentbench.infra.retry import call_with_retries
 from pytest_agentbench.model import Action
 from pytest_agentbench.settings import settings_of
@@ -90,13 +91,6 @@ def parse_timeout(text: str | None) -> float:
     if not 0 < value < math.inf:
         raise ValueError(f"--bench-agent-timeout must be a number of seconds > 0, got {text!r}")
     return value
-
-
-def png_size(png: bytes) -> tuple[int, int] | None:
-    """Width and height from a PNG's IHDR chunk, without decoding the image."""
-    if len(png) >= 24 and png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR":
-        return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    return None
 
 
 def task_json(task: Task) -> dict[str, Any]:

@@ -105,9 +105,6 @@ class Edit:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-#: The result classes of one edited run, in the order they are decided (refused is separate).
-RUN_CLASSES = ("not-delivered", "invalid", "killed", "equivalent", "unconfirmed", "false-accept", "refused")
-
 RUN_CLASS_TEXT = {
     "killed": "the verifier failed the edited run.",
     "false-accept": "the verifier passed the edited run, and the end state (read back before grading) "

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.audit.model import RUN_CLASS_TEXT
 from pytest_agentbench.audit.operators import OPERATOR_CLASS
+from pytest_agentbench.text import render_table
 
 COLUMNS = (("killed", "killed"), ("false-accept", "false accept"), ("equivalent", "equivalent"),
            ("unconfirmed", "unconfirmed"), ("refused", "refused"), ("not-delivered", "error"), ("invalid", "invalid"))
@@ -16,16 +16,6 @@ LEGEND = [
     "  back before grading) differs from the reference run's.",
     "equivalent: the edit left the end state unchanged, so the pass is correct.",
 ]
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
-        return ("  " + "  ".join(out)).rstrip()
-
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
 def by_operator(runs: Sequence[Mapping[str, Any]], operators: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -49,8 +39,8 @@ def render(
     false = [r for r in runs if r["run_class"] == "false-accept"]
     if false:
         lines.append(f"The verifier passed {len(false)} edited run(s) whose end state is wrong:")
-        lines += _table(("task", "operator", "end state compared with the reference run"),
-                        [(r["task_id"], r["operator"], r.get("summary") or "") for r in false], (False, False, False))
+        lines += render_table(("task", "operator", "end state compared with the reference run"),
+                              [(r["task_id"], r["operator"], r.get("summary") or "") for r in false], indent="  ")
     else:
         lines.append("No confirmed false accepts.")
     skipped = [t for t in tasks if t["status"] not in ("audited", "control-failed")]
@@ -65,10 +55,6 @@ def render(
         total = sum(v for k, v in c.items() if k != "refused")
         rows.append((op, OPERATOR_CLASS.get(op, "custom"), str(total), *(str(c[key]) for key, _ in COLUMNS)))
     header = ("operator", "class", "runs", *(label for _, label in COLUMNS))
-    lines += _table(header, rows, (False, False, True, *([True] * len(COLUMNS))))
+    lines += render_table(header, rows, right=range(2, len(header)), indent="  ")
     lines += ["", *LEGEND]
     return lines
-
-
-def legend_text() -> dict[str, str]:
-    return dict(RUN_CLASS_TEXT)

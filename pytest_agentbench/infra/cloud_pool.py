@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.files import write_atomic
 from pytest_agentbench.infra import cloud_init
 from pytest_agentbench.infra.prices import hourly_price, vm_hours
 from pytest_agentbench.infra.providers.base import CREATED_TAG, RUN_TAG, VM, Provider, ProviderError, VMSpec
@@ -307,9 +308,6 @@ class CloudPool:
                     "vms": [vm.to_dict() for vm in self.vms]}
         data["cost"] = self.cost()
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / "pool.json.tmp"
-            tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-            tmp.replace(folder / "pool.json")
+            write_atomic(folder / "pool.json", json.dumps(data, indent=2, sort_keys=True), mkdir=True)
         except OSError:
             pass  # the record is a convenience; the cloud tags are the source of truth

@@ -27,11 +27,17 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.options import AuditSettings
 
 AUDIT_KEY = pytest.StashKey["AuditSession"]()
 ITEM_KEY = pytest.StashKey[tuple]()
 RUN_KEY = pytest.StashKey[dict]()
+PAYLOAD_ATTR = "agentbench_audit"  # the report attribute holding the run (plain JSON)
+#: The status word of each run class on the call report (the others get pytest's words).
+STATUS_WORDS = {"killed": ("passed", ".", "KILLED"), "equivalent": ("passed", ".", "EQUIVALENT"),
+                "false-accept": ("failed", "A", ("FALSE-ACCEPT", {"red": True, "bold": True})),
+                "refused": ("skipped", "s", "REFUSED"), "unconfirmed": ("skipped", "s", "UNCONFIRMED")}
 WORKER_INPUT = "agentbench_audit"
 PROTOCOL = ("task_ids", "reference", "deliver")
 
@@ -156,8 +162,9 @@ class AuditSession:
         self.name = ""
         self.task_ids: tuple[str, ...] = ()
         self.results: dict[str, Any] = {}
-        # One entry per (task, operator): a run reported twice (``--dist each``, reruns) counts once.
-        self.payloads_by_run: dict[tuple[str, str], dict[str, Any]] = {}
+        # One entry per item, that is per (task, operator): a run reported twice (``--dist each``,
+        # reruns) counts once.
+        self.runs = reporting.Payloads(PAYLOAD_ATTR)
         self._operators_by_task: dict[str, list[str]] | None = None
         self.started = time.perf_counter()
         self.audit_seconds = 0.0
@@ -285,35 +292,24 @@ class AuditSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        attach = report.when == "call" or (report.when == "setup" and not report.passed)
-        if isinstance(item, AuditItem) and RUN_KEY in item.stash and attach:
-            report.agentbench_audit = item.stash[RUN_KEY]  # type: ignore[attr-defined]
-            if report.skipped and isinstance(report.longrepr, tuple):
-                report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
+        if isinstance(item, AuditItem) and RUN_KEY in item.stash:
+            reporting.attach(report, PAYLOAD_ATTR, item.stash[RUN_KEY], item.nodeid)
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
-        run = getattr(report, "agentbench_audit", None)
-        if run is None or report.when != "call" or report.outcome == "rerun":
-            return None  # a rerun plugin's attempt: its own status word, not a verdict
-        words = {"killed": ("passed", ".", "KILLED"), "equivalent": ("passed", ".", "EQUIVALENT"),
-                 "false-accept": ("failed", "A", ("FALSE-ACCEPT", {"red": True, "bold": True})),
-                 "refused": ("skipped", "s", "REFUSED"), "unconfirmed": ("skipped", "s", "UNCONFIRMED")}
-        if hasattr(report, "wasxfail"):
-            return None
-        return words.get(run["run_class"])
+        run = getattr(report, PAYLOAD_ATTR, None)
+        if run is None or not reporting.own_status(report):
+            return None  # an xfail, or a rerun plugin's attempt: its own status word, not a verdict
+        return STATUS_WORDS.get(run["run_class"])
 
     # -- controller: summary and report file ---------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if hasattr(self.config, "workerinput"):
-            return
-        run = getattr(report, "agentbench_audit", None)
-        if run is not None and (report.when == "call" or report.failed or report.skipped):
-            self.payloads_by_run[(run["task_id"], run["operator"])] = dict(run)
+        if reporting.is_controller(self.config):
+            self.runs.add(report)
 
     @property
     def payloads(self) -> list[dict[str, Any]]:
-        return list(self.payloads_by_run.values())
+        return self.runs.values()
 
     def _ordered(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         order = {t: i for i, t in enumerate(self.task_ids)}
@@ -329,7 +325,7 @@ class AuditSession:
         return list(tasks.values()), [r for t in tasks.values() for r in t["runs"]]
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(self.config, "workerinput") or not self.payloads or self.settings.out is None:
+        if not reporting.is_controller(self.config) or not self.runs or self.settings.out is None:
             return
         from pytest_agentbench.audit.engine import SCHEMA
         from pytest_agentbench.audit.model import RUN_CLASS_TEXT
@@ -360,30 +356,28 @@ class AuditSession:
                        "runs": [{k: r.get(k) for k in fields} for r in t["runs"]]} for t in tasks],
         }
         path = self.settings.out
+        from pytest_agentbench.files import write_atomic
+
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            write_atomic(path, json.dumps(report, indent=2, sort_keys=True) + "\n", mkdir=True)
             self.out_written = str(path)
         except OSError as exc:
             self.out_error = f"ERROR: could not write --audit-out {path}: {exc}"
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            reporting.fail_session(session)
 
     out_written: str | None = None
     out_error: str | None = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(self.config, "workerinput") or not self.payloads:
+        if not reporting.is_controller(self.config) or not self.runs:
             return
         from pytest_agentbench.audit.report import render
 
         tasks, runs = self._ordered()
         operators = [o for o in self.settings.operators if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
         tr = terminalreporter
-        tr.write_sep("=", "verifier audit")
         seconds = sum(t["seconds"] for t in tasks)
-        for line in render(self.name, tasks, runs, operators, seconds):
-            tr.write_line(line)
+        reporting.write_block(tr, "verifier audit", render(self.name, tasks, runs, operators, seconds))
         if self.out_written:
             tr.write_line("")
             tr.write_line(f"Full report: {self.out_written}")

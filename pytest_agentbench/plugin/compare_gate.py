@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.compare import compare_records, load_run, summary_lines
+from pytest_agentbench.plugin import reporting
 
 COMPARISON_NAME = "comparison.json"
 
@@ -43,8 +44,8 @@ class CompareGate:
             self.message = (f"ERROR: significant regression against {self.name}: success rate "
                             f"{self.result['difference'] * 100:+.1f} points, p = {self.result['p_value']:.4g} "
                             f"< --bench-regression-alpha {self.alpha:g}")
-        if self.message and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.message:
+            reporting.fail_session(session)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

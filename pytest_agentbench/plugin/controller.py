@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentbench import metrics as m
+from pytest_agentbench.plugin import reporting
+from pytest_agentbench.plugin.session import PAYLOAD_ATTR
 from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, write_summary
 
 if TYPE_CHECKING:
@@ -91,7 +93,7 @@ class RunController:
             self.setup_seconds[report.nodeid] = report.duration
         if self.state.run_folder is None:
             return
-        payload = getattr(report, "agentbench", None)
+        payload = getattr(report, PAYLOAD_ATTR, None)
         if not payload:
             payload = self._crash_payload(report)
             if not payload:
@@ -194,8 +196,7 @@ class RunController:
                 self.gate_message = (
                     f"ERROR: success rate {shown} (outcomes only) is below --bench-min-success {threshold * 100:.1f}%"
                 )
-                if session.exitstatus == pytest.ExitCode.OK:
-                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                reporting.fail_session(session)
         # The gate is decided first: a failure to write a view must not let a bad run pass.
         try:
             write_summary(folder, self.summary)
@@ -214,8 +215,8 @@ class RunController:
         if self.file_errors and not self.write_error:
             self.write_error = (f"ERROR: {len(self.file_errors)} task file(s) could not be written in {folder.path}; "
                                 f"first: {self.file_errors[0]}")
-        if self.write_error and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.write_error:
+            reporting.fail_session(session)
 
     def pytest_unconfigure(self) -> None:
         """The run ended without a session finish (an internal error, a usage error after the
@@ -236,9 +237,7 @@ class RunController:
         if self.summary is None:
             return
         tr = terminalreporter
-        tr.write_sep("=", "agentbench")
-        for line in m.results_block(self.summary):
-            tr.write_line(line)
+        reporting.write_block(tr, "agentbench", m.results_block(self.summary))
         if len(self.summary["by_domain"]) > 1 or len(self.state.settings.benchmarks) > 1:
             tr.write_line("")
             for line in m.domain_table(self.summary["by_domain"]):

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from pytest_agentbench.manifest import Suite
 
 TASK_KEY = pytest.StashKey[dict]()
-SUITE_KEY = pytest.StashKey[str]()
 
 
 def task_nodeid(suite: str, task: dict[str, Any]) -> str:

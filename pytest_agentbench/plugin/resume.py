@@ -22,13 +22,13 @@ run prices only those (``not_done``).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.files import write_atomic
 from pytest_agentbench.record.runfolder import RunFolder, read_results
 
 if TYPE_CHECKING:
@@ -133,10 +133,8 @@ class Resume:
         with path.open("a", encoding="utf-8") as handle:
             for record in self.replaced:
                 handle.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
-        tmp = self.folder.results_path.with_name("results.jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in self.kept),
-                       encoding="utf-8")
-        os.replace(tmp, self.folder.results_path)
+        write_atomic(self.folder.results_path,
+                     "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in self.kept))
 
     @property
     def done(self) -> list[str]:

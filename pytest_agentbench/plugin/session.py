@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.bridge import usage_errors
 from pytest_agentbench.plugin.episodes import TASK_KEY, BenchItem, suites_for
 from pytest_agentbench.plugin.options import Settings
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 STATE_KEY = pytest.StashKey["AgentbenchPlugin"]()
 OUTCOME_KEY = pytest.StashKey["Outcome"]()
 PAYLOAD_KEY = pytest.StashKey[dict]()
+PAYLOAD_ATTR = "agentbench"  # the report attribute holding the item's record (plain JSON)
 MANIFEST_INPUT = "agentbench_manifest"
 RUNFOLDER_INPUT = "agentbench_run_folder"
 LEASE_INPUT = "agentbench_lease"
@@ -355,18 +357,14 @@ class AgentbenchPlugin:
         report = yield
         if not isinstance(item, BenchItem):
             return report
-        payload = item.stash.get(PAYLOAD_KEY, None)
-        attach = (report.when == "call") or (report.when == "setup" and not report.passed)
-        if not attach:
+        if not reporting.carries_payload(report):
             return report
+        payload = item.stash.get(PAYLOAD_KEY, None)
         if payload is None:
             payload = self._payload_without_episode(item, report)
-            item.stash[PAYLOAD_KEY] = payload
-        report.agentbench = payload  # type: ignore[attr-defined]  # plain JSON: survives xdist
-        del item.stash[PAYLOAD_KEY]  # the report carries it now; a rerun plays anew
-        if report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
-            # Point the skip at the task rather than at the plugin line that raised it.
-            report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]  # no line
+        else:
+            del item.stash[PAYLOAD_KEY]  # the report carries it now; a rerun plays anew
+        reporting.attach(report, PAYLOAD_ATTR, payload, item.nodeid)  # the skip points at the task
         if self.config.pluginmanager.hasplugin("html"):
             from pytest_agentbench.plugin.html import extras_for
 
@@ -380,7 +378,7 @@ class AgentbenchPlugin:
         if is_worker(self.config):
             # xdist has sent the record to the controller, which writes it: the worker's report
             # (kept to the end of the run) need not hold it as well.
-            report.__dict__.pop("agentbench", None)
+            report.__dict__.pop(PAYLOAD_ATTR, None)
 
     def _payload_without_episode(self, item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
         """A record for an item that failed before its episode could run (a fixture raised)."""

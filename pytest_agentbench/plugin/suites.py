@@ -28,6 +28,8 @@ import pytest
 
 from pytest_agentbench.benches.extradup.cells import CONDITIONS, SEEDS, WRONG_WRITES, StoreUnavailable, apply_cell
 from pytest_agentbench.benches.extradup.rewards import Reward, builtin_rewards, call_reward, user_rewards
+from pytest_agentbench.plugin import reporting
+from pytest_agentbench.text import render_table
 
 NAME = "extradup"
 PAYLOAD_ATTR = "agentbench_extradup"
@@ -197,7 +199,7 @@ class ExtraDup:
         self.rewards: tuple[Reward, ...] = (*builtin_rewards(),
                                             *user_rewards(reward_specs(config), str(config.rootpath)))
         # One entry per item: a trial reported twice (--dist each, reruns) counts once.
-        self.payloads: dict[str, dict[str, Any]] = {}
+        self.payloads = reporting.Payloads(PAYLOAD_ATTR)
 
     def collect(self, session: pytest.Session) -> pytest.Collector:
         return ExtraDupSuite.from_parent(session, name=NAME, nodeid=f"bench/{NAME}", rewards=self.rewards)
@@ -206,36 +208,26 @@ class ExtraDup:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        attach = report.when == "call" or (report.when == "setup" and not report.passed)
-        if isinstance(item, CellItem) and item.payload is not None and attach:
-            setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-            if report.skipped and isinstance(report.longrepr, tuple):
-                # No line number: the skip summary then names the item alone. pytest's own summary
-                # takes None here (terminal._folded_skips); TestReport's annotation says int.
-                report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]
+        if isinstance(item, CellItem) and item.payload is not None:
+            reporting.attach(report, PAYLOAD_ATTR, dict(item.payload), item.nodeid)
         return report
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         payload = getattr(report, PAYLOAD_ATTR, None)
-        if payload is None or report.when != "call" or hasattr(report, "wasxfail") or report.outcome == "rerun":
-            return None  # a rerun plugin's attempt keeps its own status word
+        if payload is None or not reporting.own_status(report):
+            return None  # an xfail, or a rerun plugin's attempt: its own status word
         return WORDS.get(payload["verdict"])
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if hasattr(self.config, "workerinput"):
-            return
-        payload = getattr(report, PAYLOAD_ATTR, None)
-        if payload is not None:
-            self.payloads[payload["nodeid"]] = dict(payload)
+        if reporting.is_controller(self.config):
+            self.payloads.add(report)
 
     # -- controller: the summary ---------------------------------------------------------------
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(self.config, "workerinput") or not self.payloads:
+        if not reporting.is_controller(self.config) or not self.payloads:
             return
-        tr = terminalreporter
-        tr.write_sep("=", "extradup: does a reward pay for wrong writes?")
-        for line in render(self.rewards, list(self.payloads.values())):
-            tr.write_line(line)
+        reporting.write_block(terminalreporter, "extradup: does a reward pay for wrong writes?",
+                              render(self.rewards, self.payloads.values()))
 
 
 # -- rendering --------------------------------------------------------------------------------------
@@ -269,7 +261,7 @@ def render(rewards: tuple[Reward, ...], payloads: list[dict[str, Any]]) -> list[
     lines.append("paid/trials per condition (unscored: the reward returned None; "
                  "error: it raised or returned a bad value)")
     header = ["condition", "gold", *(r.name for r in ran)]
-    table = [header]
+    table: list[list[str]] = []
     for condition, spec in CONDITIONS.items():
         if not any(p["condition"] == condition for p in payloads):
             continue
@@ -278,9 +270,4 @@ def render(rewards: tuple[Reward, ...], payloads: list[dict[str, Any]]) -> list[
             t = tally(payloads, reward.name, (condition,))
             cells.append(_fraction(t) if t["trials"] else "-")
         table.append([condition, GOLD_WORDS[spec.gold], *cells])
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for n, row in enumerate(table):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
+    return [*lines, *render_table(header, table)]

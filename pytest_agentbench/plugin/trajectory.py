@@ -17,7 +17,7 @@ defines).
 * Every report carries the case's results as plain JSON (so they travel from xdist workers);
   the controller keeps one per node id for the summary block and the ``--trajectory-min`` gate.
 
-The module imports only pytest and the standard library; the case format, the metrics and the
+The module imports only pytest, the standard library and plugin/reporting.py; the case format, the metrics and the
 adapters load when the first case file is collected or scored.
 """
 
@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
+
+from pytest_agentbench.plugin import reporting
+from pytest_agentbench.text import render_table
 
 if TYPE_CHECKING:
     from pytest_agentbench.trajectory.cases import Case
@@ -221,19 +224,6 @@ def result_word(passed: bool | None) -> str:
     return NOT_EVALUATED if passed is None else "passed" if passed else "failed"
 
 
-def table(headers: list[str], rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
-    """A plain-text table; ``right`` holds the indexes of right-aligned (number) columns."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        out = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
-        return "  ".join(out).rstrip()
-
-    # The last column (free text in the failure table) is not padded: its rule is as long as its header.
-    rule = ["-" * (w if i < len(widths) - 1 else len(headers[-1])) for i, w in enumerate(widths)]
-    return [line(headers), line(rule), *(line(r) for r in rows)]
-
-
 def failure_message(task_id: str, results: list[MetricResult], mean: float | None, min_score: float | None) -> str:
     """Every metric, failed or not: the reader sees what passed next to what did not."""
     evaluated = [r for r in results if r.passed is not None]
@@ -248,7 +238,9 @@ def failure_message(task_id: str, results: list[MetricResult], mean: float | Non
         head += f"; {skipped} not evaluated"
     rows = [[r.name, "-" if r.passed is None else f"{r.score:.3f}", result_word(r.passed).upper()
              if r.passed is False else result_word(r.passed), r.details] for r in results]
-    return "\n".join([head, *table(["metric", "score", "result", "details"], rows, right=frozenset({1}))])
+    # The last column (free text) is not padded: its rule is as long as its header.
+    return "\n".join([head, *render_table(["metric", "score", "result", "details"], rows, right={1},
+                                           short_last_rule=True)])
 
 
 # -- reports -------------------------------------------------------------------------------------
@@ -259,13 +251,9 @@ class ReportHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, CaseItem) and item.payload is not None and (
-                report.when == "call" or (report.when == "setup" and not report.passed)):
-            setattr(report, PAYLOAD_ATTR, dict(item.payload))  # plain JSON: survives xdist
-            if report.skipped and isinstance(report.longrepr, tuple):
-                # No line: a case file has none worth showing. pytest's terminal prints a None
-                # line as "path: reason", though its annotation says int.
-                report.longrepr = (str(item.path), None, report.longrepr[2])  # type: ignore[assignment]
+        if isinstance(item, CaseItem) and item.payload is not None:
+            # A skip points at the case file, with no line: a case file has none worth showing.
+            reporting.attach(report, PAYLOAD_ATTR, dict(item.payload), str(item.path))
         return report
 
 
@@ -276,19 +264,17 @@ class TrajectoryReporter:
     def __init__(self, config: pytest.Config, gate: float | None) -> None:
         self.config = config
         self.gate = gate
-        self.payloads: dict[str, dict[str, Any]] = {}
+        self.payloads = reporting.Payloads(PAYLOAD_ATTR)
         self.gate_line: str | None = None
         self.gate_failed = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        payload = getattr(report, PAYLOAD_ATTR, None)
-        if payload is not None:
-            self.payloads[payload["nodeid"]] = payload
+        self.payloads.add(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.gate is None or not self.payloads:
             return  # an ini gate must not fail runs that have no trajectory items
-        mean, count = overall_mean(list(self.payloads.values()))
+        mean, count = overall_mean(self.payloads.values())
         if mean is None:
             self.gate_line = (f"ERROR: no trajectory metric was evaluated, so --trajectory-min {self.gate:.3f} "
                               "cannot be met")
@@ -300,16 +286,14 @@ class TrajectoryReporter:
         else:
             self.gate_line = (f"Mean trajectory score {mean:.3f} ({count} evaluated metric results) meets "
                               f"--trajectory-min {self.gate:.3f}")
-        if self.gate_failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.gate_failed:
+            reporting.fail_session(session)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.payloads:
             return
         tr = terminalreporter
-        tr.write_sep("=", "trajectory checks")
-        for line in summary_lines(list(self.payloads.values())):
-            tr.write_line(line)
+        reporting.write_block(tr, "trajectory checks", summary_lines(self.payloads.values()))
         if self.gate_line:
             tr.write_line(self.gate_line, red=self.gate_failed, bold=self.gate_failed, green=not self.gate_failed)
 
@@ -346,8 +330,8 @@ def summary_lines(payloads: list[dict[str, Any]]) -> list[str]:
                      str(sum(r["failed"] for r in per.values())), str(sum(r["none"] for r in per.values())),
                      "-" if mean is None else f"{mean:.3f}"])
         lines.append("")
-        lines.extend(table(["metric", "evaluated", "passed", "failed", NOT_EVALUATED, "mean score"], rows,
-                           right=frozenset({1, 2, 3, 4, 5})))
+        lines.extend(render_table(["metric", "evaluated", "passed", "failed", NOT_EVALUATED, "mean score"], rows,
+                                  right={1, 2, 3, 4, 5}, short_last_rule=True))
     lines.append("")
     lines.append("Mean scores are over evaluated metrics only; a not-evaluated metric has no score.")
     return lines

@@ -8,11 +8,11 @@ style is package data (``assets/compare.css``), inlined like the viewer's.
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.compare import STATUSES, compare_records, grep_line, load_run
+from pytest_agentbench.files import write_atomic
 from pytest_agentbench.record.viewer_page import asset, csp_hash
 
 
@@ -75,10 +75,7 @@ def write_compare_page(before: str | Path, after: str | Path) -> Path:
     after_path = Path(after)
     folder = after_path if after_path.is_dir() else after_path.parent
     target = folder / f"compare-{before_name}.html"
-    tmp = target.with_name("." + target.name + ".tmp")
-    tmp.write_text(render(result), encoding="utf-8")
-    os.replace(tmp, target)
-    return target
+    return write_atomic(target, render(result), tmp=target.with_name("." + target.name + ".tmp"))
 
 
 def main_compare(before: str, after: str) -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench import metrics as m
+from pytest_agentbench.files import write_atomic
 
 #: Inspect's eval log format version written here.
 LOG_VERSION = 2
@@ -95,11 +96,7 @@ def write_inspect_log(
     target = Path(path)
     if target.suffix.lower() != ".json" or target.is_dir():
         target = target / log_file_name(log["eval"]["created"], log["eval"]["task"], log["eval"]["task_id"])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(log, indent=2), encoding="utf-8")
-    os.replace(tmp, target)
-    return target
+    return write_atomic(target, json.dumps(log, indent=2), mkdir=True)
 
 
 def build_log(

@@ -26,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.files import write_atomic
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -166,14 +168,7 @@ class RunFolder:
 
     def write_json(self, path: Path, data: Any) -> None:
         """Write JSON through a temporary file and a rename, so readers never see half a file."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            tmp.unlink(missing_ok=True)  # a full disk must not also keep half a file
-            raise
+        write_atomic(path, json.dumps(data, indent=2, sort_keys=True), mkdir=True)
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:

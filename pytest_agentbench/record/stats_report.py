@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_agentbench import stats
 from pytest_agentbench.metrics import format_rate
+from pytest_agentbench.text import render_table
 
 METHODS = {"wilson": "Wilson", "bootstrap-tasks": "bootstrap over tasks"}
 
@@ -53,18 +54,11 @@ def terminal_lines(statistics: Mapping[str, Any], *, domains: bool) -> list[str]
 
 def domain_table(by_domain: Mapping[str, Mapping[str, Any]]) -> list[str]:
     header = ("domain", "tasks", "trials", "passes", "success", "95% CI", "flips", "excluded")
-    rows = [header]
-    for domain, d in by_domain.items():
-        rows.append((domain, str(d["tasks"]), str(d["outcome_trials"]), str(d["passes"]),
-                     format_rate(d["success_rate"]), format_interval(d["ci95"]),
-                     format_rate(d["flip_rate"]) if d["max_trials"] > 1 else "-", str(d["excluded_trials"])))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    out = []
-    for index, row in enumerate(rows):
-        out.append("  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
-        if index == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return out
+    rows = [(domain, str(d["tasks"]), str(d["outcome_trials"]), str(d["passes"]),
+             format_rate(d["success_rate"]), format_interval(d["ci95"]),
+             format_rate(d["flip_rate"]) if d["max_trials"] > 1 else "-", str(d["excluded_trials"]))
+            for domain, d in by_domain.items()]
+    return render_table(header, rows, right=range(1, len(header)))
 
 
 def junit_properties(statistics: Mapping[str, Any], trials: int) -> list[tuple[str, str]]:

@@ -10,10 +10,10 @@ Run it by hand with ``agentbench-view RUN_DIR`` or ``python -m pytest_agentbench
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
+from pytest_agentbench.files import write_atomic
 from pytest_agentbench.record.viewer_data import RunView, collect, embed_json, escape_json_text
 from pytest_agentbench.record.viewer_page import render_html
 
@@ -39,19 +39,8 @@ def write_viewer(run_dir: str | Path) -> Path:
     run = Path(run_dir)
     page = render_html(collect(run)).encode("utf-8", "replace")
     target = run / VIEWER_NAME
-    tmp = target.with_name("." + VIEWER_NAME + ".tmp")
-    # A fresh file, never through a symbolic link someone left at the temporary name (the rename
-    # then replaces a link at viewer.html itself, not what it points to).
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(page)
-        os.replace(tmp, target)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
+    # A hidden temporary name, so a folder listing mid-write shows no second page.
+    return write_atomic(target, page, tmp=target.with_name("." + VIEWER_NAME + ".tmp"), mode=0o644)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benches.mockmed.store import ENCOUNTER_TYPES, Store
+from pytest_agentbench.text import one_line
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -66,16 +67,12 @@ def check_condition(condition: str) -> str:
 
 def banner_text(note: str | None) -> str:
     """The saved banner's words for an encounter whose note is ``note``."""
-    return BANNER_PREFIX + _one_line(note or "")[:40]
+    return BANNER_PREFIX + one_line(note or "")[:40]
 
 
 def encounter_line(record: dict[str, Any]) -> str:
     """How the patient page lists an encounter: ``"Triage — <note>"``."""
-    return f"{record.get('type') or '(no type)'} — {_one_line(record.get('note') or '')}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return f"{record.get('type') or '(no type)'} — {one_line(record.get('note') or '')}"
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_agentbench.text import render_table
+
 ARM_LABELS = {"compiled": "Compiled replay", "by-position": "Script, by position", "by-name": "Script, by name"}
 CONDITION_ORDER = ("clean", "theme", "rename")
 
@@ -33,12 +35,8 @@ def render(records: Sequence[Mapping[str, Any]]) -> list[str]:
         medians.append(f"{statistics.median(seconds):.3f}" if seconds else "n/a")
     rows.append(medians)
     wrong = [r for r in records if str(r.get("reason") or "").startswith("wrong write")]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = ["MockMed: runs the checker passed, by condition and arm (stored record read back from SQLite)"]
-    for index, row in enumerate([header, *rows]):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-        if index == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += render_table(header, rows)
     lines.append(f"wrong writes: {len(wrong)}" + (": " + ", ".join(r["nodeid"] or r["task_id"] for r in wrong)
                                                   if wrong else ""))
     return lines

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benches.opencomputer.tasks import check_kind
+from pytest_agentbench.text import shorten
 
 if TYPE_CHECKING:
     from pytest_agentbench.infra.sandbox import Sandbox
@@ -93,10 +94,6 @@ class VerifierReply:
     error: str | None = None
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    return " ".join(text.split())[:limit]
-
-
 def run_verifier(sandbox: Sandbox, verifier: str, command: str, timeout: float) -> VerifierReply:
     """Run one check command in the sandbox, as ``verification.run_verifier`` does."""
     argv = ["python3", verifier, *shlex.split(command)]
@@ -117,12 +114,12 @@ def run_verifier(sandbox: Sandbox, verifier: str, command: str, timeout: float) 
     except ValueError as exc:
         if done.returncode == 0:
             return VerifierReply(command, {"error": str(exc)[:300]},
-                                 f"verifier printed {_one_line(done.stdout, 80) or 'nothing'!r}, not JSON")
+                                 f"verifier printed {shorten(done.stdout, 80, '') or 'nothing'!r}, not JSON")
         tail = done.stderr.strip().splitlines()
-        why = _one_line(tail[-1]) if tail else "no output on stderr"
+        why = shorten(tail[-1], 200, "") if tail else "no output on stderr"
         return VerifierReply(command, {"error": done.stderr[:300]}, f"verifier exited {done.returncode}: {why}")
     if isinstance(data, dict) and "error" in data:
-        return VerifierReply(command, data, f"verifier error: {_one_line(str(data['error']))}")
+        return VerifierReply(command, data, f"verifier error: {shorten(data['error'], 200, '')}")
     if done.returncode != 0:
         return VerifierReply(command, data, f"verifier exited {done.returncode}")
     return VerifierReply(command, data)

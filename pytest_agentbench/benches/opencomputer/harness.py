@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.text import shorten
+
 if TYPE_CHECKING:
     from pytest_agentbench.infra.sandbox import Sandbox
 
@@ -62,10 +64,6 @@ def find_checkout(tasks_arg: Path) -> Path | None:
         if is_checkout(candidate):
             return candidate
     return None
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    return " ".join(text.split())[:limit]
 
 
 @dataclass(frozen=True)
@@ -106,7 +104,7 @@ class Harness:
             answer = None
         if not isinstance(answer, dict):
             tail = [line for line in done.stderr.strip().splitlines() if line.strip()]
-            why = _one_line(tail[-1]) if tail else f"exit status {done.returncode}, no output"
+            why = shorten(tail[-1], 300, "") if tail else f"exit status {done.returncode}, no output"
             raise HarnessError(f"OpenComputer's harness ({phase}) failed: {why}")
         return answer
 

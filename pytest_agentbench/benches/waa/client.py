@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import re
-import struct
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -47,6 +46,7 @@ import tenacity
 
 from pytest_agentbench.benches.waa import downloads, scoring
 from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
+from pytest_agentbench.images import png_size
 from pytest_agentbench.infra.retry import call_with_retries
 from pytest_agentbench.model import Action, Criterion, Observation, Verdict
 
@@ -96,13 +96,6 @@ def _as_bool(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes")
     return bool(value)
-
-
-def _png_size(data: bytes) -> tuple[int, int] | None:
-    if len(data) >= 24 and data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
-        width, height = struct.unpack(">II", data[16:24])
-        return int(width), int(height)
-    return None
 
 
 def parse_accessibility(xml_text: str) -> dict[str, Any]:
@@ -527,7 +520,7 @@ class WAAClient:
         shot = self._expect_ok(self._server("GET", "/screenshot"), "screenshot").content
         if not shot.startswith(b"\x89PNG"):
             raise InfrastructureError(f"/screenshot at {self.server_url} did not return a PNG ({shot[:16]!r})")
-        size = _png_size(shot)
+        size = png_size(shot)
         if size:
             self.viewport = size
         tree: dict[str, Any] | None = None

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.model import Task
+from pytest_agentbench.text import one_line
 
 BENCHMARK = "waa"
 #: ``--waa-index`` names and the index files they stand for.
@@ -37,10 +38,6 @@ class WAATaskError(ValueError):
 
 #: The step limit the upstream WAA runner gives every task.
 UPSTREAM_MAX_STEPS = 15
-
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
 
 @dataclass(frozen=True)
 class TaskTree:
@@ -105,7 +102,7 @@ def read_index(path: Path) -> dict[str, list[str]]:
     except json.JSONDecodeError as exc:
         raise WAATaskError(f"WAA index {path} is not valid JSON: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise WAATaskError(f"WAA index {path} cannot be read: {_one_line(exc)}") from None
+        raise WAATaskError(f"WAA index {path} cannot be read: {one_line(exc)}") from None
     if not isinstance(data, dict):
         raise WAATaskError(f"WAA index {path} must be a JSON object mapping each domain to a list of "
                            f"task ids, got {type(data).__name__}")
@@ -131,7 +128,7 @@ def _steps(value: Any, where: str) -> None:
         raise WAATaskError(f"{where} must be a list of steps, got {type(value).__name__}")
     for i, step in enumerate(value):
         if not isinstance(step, dict) or not isinstance(step.get("type"), str) or not step["type"]:
-            raise WAATaskError(f"{where}[{i}] must be an object with a 'type' string, got {_one_line(step)[:80]}")
+            raise WAATaskError(f"{where}[{i}] must be an object with a 'type' string, got {one_line(step)[:80]}")
         if not isinstance(step.get("parameters", {}), dict):
             raise WAATaskError(f"{where}[{i}] ({step['type']}): 'parameters' must be an object, "
                                f"got {type(step['parameters']).__name__}")
@@ -188,7 +185,7 @@ def read_task(path: Path, domain: str, stem: str) -> Task:
     except UnicodeDecodeError as exc:
         raise WAATaskError(f"WAA task file {path} is not valid WAA JSON: not UTF-8 ({exc.reason})") from None
     except OSError as exc:
-        raise WAATaskError(f"WAA task file {path} cannot be read: {_one_line(exc)}") from None
+        raise WAATaskError(f"WAA task file {path} cannot be read: {one_line(exc)}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -52,6 +52,7 @@ from pytest_agentbench.infra.providers.base import (
     ProviderError,
     VMSpec,
 )
+from pytest_agentbench.text import shorten
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
@@ -72,14 +73,8 @@ CREDENTIALS_HINT = ("set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS
 FILTER_CHUNK = 200
 
 
-def one_line(text: object, limit: int = 400) -> str:
-    """``text`` on one line, whitespace collapsed, cut to ``limit`` characters."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 def _fail(message: str) -> ProviderError:
-    return ProviderError(one_line(message, limit=600))
+    return ProviderError(shorten(message, 600))
 
 
 def error_code(exc: BaseException) -> str:
@@ -97,8 +92,8 @@ def _error_text(exc: BaseException) -> str:
     response = getattr(exc, "response", None) or {}
     error = response.get("Error", {})
     if error:
-        return one_line(f"{error.get('Code', '')}: {error.get('Message', '')}", limit=240)
-    return one_line(f"{type(exc).__name__}: {exc}", limit=240)
+        return shorten(f"{error.get('Code', '')}: {error.get('Message', '')}", 240)
+    return shorten(f"{type(exc).__name__}: {exc}", 240)
 
 
 def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
@@ -198,9 +193,9 @@ class AWSProvider(Provider):
                 session = sdk.boto3.session.Session(region_name=self.region)
                 credentials = session.get_credentials()
             except sdk.exc.ProfileNotFound as exc:
-                raise _fail(f"AWS profile not found ({one_line(exc)}); {CREDENTIALS_HINT}") from exc
+                raise _fail(f"AWS profile not found ({shorten(exc, 400)}); {CREDENTIALS_HINT}") from exc
             except sdk.exc.BotoCoreError as exc:
-                raise _fail(f"AWS credentials could not be loaded ({one_line(exc)}); {CREDENTIALS_HINT}") from exc
+                raise _fail(f"AWS credentials could not be loaded ({shorten(exc, 400)}); {CREDENTIALS_HINT}") from exc
             if credentials is None:
                 raise _fail(f"no AWS credentials found; {CREDENTIALS_HINT}")
             self._session = session
@@ -208,7 +203,7 @@ class AWSProvider(Provider):
         try:
             return self._session.client("ec2", region_name=region, config=config)
         except sdk.exc.BotoCoreError as exc:  # e.g. InvalidRegionError for "eu west 1"
-            raise _fail(f"cannot use AWS region {region!r} ({one_line(exc)}); choose one with --pool-region") from exc
+            raise _fail(f"cannot use AWS region {region!r} ({shorten(exc, 400)}); choose one with --pool-region") from exc
 
     @contextmanager
     def _aws(self, action: str, region: str | None = None) -> Iterator[None]:
@@ -223,7 +218,7 @@ class AWSProvider(Provider):
         """One line for a botocore error raised while trying to ``action``."""
         sdk = _sdk()
         if isinstance(exc, (sdk.exc.NoCredentialsError, sdk.exc.PartialCredentialsError, sdk.exc.ProfileNotFound)):
-            return _fail(f"AWS credentials could not be loaded ({one_line(exc)}); {CREDENTIALS_HINT}")
+            return _fail(f"AWS credentials could not be loaded ({shorten(exc, 400)}); {CREDENTIALS_HINT}")
         if error_code(exc) in AUTH_CODES:
             return _fail(f"AWS refused the credentials while trying to {action} in region {region!r} "
                          f"({_error_text(exc)}); {CREDENTIALS_HINT}, and check the IAM permissions")
@@ -470,7 +465,7 @@ class AWSProvider(Provider):
                     vm.private_ip = instance.get("PrivateIpAddress")
                     return vm
                 if state in DEAD_STATES:
-                    reason = one_line(instance.get("StateReason", {}).get("Message", ""), limit=200)
+                    reason = shorten(instance.get("StateReason", {}).get("Message", ""), 200)
                     raise _fail(f"instance {vm.resource_id} ({vm.name}) went {state} instead of running"
                                 + (f": {reason}" if reason else ""))
             if time.monotonic() >= deadline:

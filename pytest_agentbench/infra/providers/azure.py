@@ -47,6 +47,7 @@ from pytest_agentbench.infra.providers.base import (
     ProviderError,
     VMSpec,
 )
+from pytest_agentbench.text import shorten
 
 VNET = "agentbench-vnet"
 VNET_PREFIX = "10.42.0.0/16"
@@ -110,11 +111,6 @@ def shutdown_time(hours: float, now: datetime | None = None) -> str:
     return at.strftime("%H%M")
 
 
-def _one_line(text: object, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 def _error_code(exc: BaseException) -> str:
     error = getattr(exc, "error", None)
     return str(getattr(error, "code", None) or "")
@@ -123,7 +119,7 @@ def _error_code(exc: BaseException) -> str:
 def _error_message(exc: BaseException) -> str:
     error = getattr(exc, "error", None)
     message = getattr(error, "message", None) or getattr(exc, "message", None) or str(exc)
-    return _one_line(str(message).splitlines()[0] if str(message).strip() else exc.__class__.__name__)
+    return shorten(str(message).splitlines()[0] if str(message).strip() else exc.__class__.__name__, 300)
 
 
 def _restriction_values(restriction: Any) -> list[str]:
