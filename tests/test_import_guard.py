@@ -144,3 +144,75 @@ def test_shims_load_the_plugin_layer_only_on_use(module: str, names: tuple[str, 
     assert module not in offenders
     code = f"import {module} as m, sys; assert 'pytest' not in sys.modules; " + "; ".join(f"m.{n}" for n in names)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, at any depth of its source (a function-level
+    import is a dependency too, only a later one), leaving out ``if TYPE_CHECKING:`` blocks and
+    module-level ``__getattr__`` (the PEP 562 shims that keep an old name importable)."""
+    names = {info.name for info in pkgutil.walk_packages(pytest_agentbench.__path__, "pytest_agentbench.")}
+    graph: dict[str, set[str]] = {}
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        found: set[str] = set()
+
+        def visit(node: ast.AST, *, top: bool, found: set[str] = found) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    continue
+                if top and isinstance(child, ast.FunctionDef) and child.name == "__getattr__":
+                    continue
+                if isinstance(child, ast.Import):
+                    found.update(a.name for a in child.names)
+                elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                    subs = {f"{child.module}.{a.name}" for a in child.names} & names
+                    found.update(subs or {child.module})
+                visit(child, top=False, found=found)
+
+        visit(tree, top=True)
+        graph[name] = {m for m in found if m in names and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return out
+
+
+def test_no_circle_of_imports_in_the_package() -> None:
+    graph = import_graph()
+    assert "pytest_agentbench.plugin.session" in graph["pytest_agentbench.plugin"]  # the graph sees lazy imports
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -119,6 +119,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_agentbench.plugin.trials import configure_trials
 
     configure_trials(config, controller=not is_worker(config))  # --bench-trials, --bench-compare, --bench-resume
+    if is_worker(config):
+        from pytest_agentbench.plugin.resume import register_on_worker
+
+        register_on_worker(config)  # a resumed run's workers deselect the items already done
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "agentbench-session")
     if not is_worker(config):
@@ -246,7 +250,7 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
 
         path = None
         if config is not None:
-            from pytest_agentbench.plugin.session import STATE_KEY
+            from pytest_agentbench.plugin.state import STATE_KEY
 
             state = config.stash.get(STATE_KEY, None)
             path = state.settings.agent_script if state is not None else config.getoption("agent_script")
@@ -319,7 +323,7 @@ def pytest_agentbench_register_audit_adapters(registry: AdapterRegistry) -> None
 # (``ShortFixtureNames``, registered in ``pytest_configure``).
 def bench_task(request: pytest.FixtureRequest) -> Task:
     """The task of the current benchmark item (``bench_task`` in benchmark runs)."""
-    from pytest_agentbench.plugin.session import task_from_item
+    from pytest_agentbench.plugin.state import task_from_item
 
     return task_from_item(request.node)
 
@@ -332,7 +336,7 @@ agentbench_task = pytest.fixture(name="agentbench_task")(bench_task)
 def bench_env(agentbench_task: Task, pytestconfig: pytest.Config) -> Benchmark:
     """The benchmark (environment and checker) of the current item; one instance per process
     (``bench_env`` in benchmark runs)."""
-    from pytest_agentbench.plugin.session import config_state
+    from pytest_agentbench.plugin.state import config_state
 
     return config_state(pytestconfig).benchmark(agentbench_task.benchmark)
 
@@ -345,7 +349,7 @@ def agentbench_agent(pytestconfig: pytest.Config) -> Agent:
     """The ``--bench-agent`` agent; one instance per process (the episode loop calls its ``reset``
     before each task). Override it, or ``agent`` in benchmark runs, in a conftest.py, with any
     scope, to test your own agent object without registering it."""
-    from pytest_agentbench.plugin.session import config_state
+    from pytest_agentbench.plugin.state import config_state
 
     return config_state(pytestconfig).agent()
 
@@ -355,7 +359,7 @@ def agentbench_vm(pytestconfig: pytest.Config) -> dict | None:
     """The cloud VM this process leased (``--pool aws|azure``), as a dict: ``name``,
     ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``, ``host_key``, ``created_at``.
     Without xdist the first use creates the run's one VM. None with a static pool or no pool."""
-    from pytest_agentbench.plugin.session import config_state
+    from pytest_agentbench.plugin.state import config_state
 
     pools = config_state(pytestconfig).pools
     return pools.vm() if pools is not None else None
@@ -363,7 +367,7 @@ def agentbench_vm(pytestconfig: pytest.Config) -> dict | None:
 
 def run_record(pytestconfig: pytest.Config) -> RunFolder | None:
     """The run folder (None under --collect-only)."""
-    from pytest_agentbench.plugin.session import config_state
+    from pytest_agentbench.plugin.state import config_state
 
     return config_state(pytestconfig).run_folder
 
@@ -379,7 +383,7 @@ def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
     objects the ``bench_task`` and ``bench_env`` fixtures give), which keeps the per-item fixture
     work to one fixture.
     """
-    from pytest_agentbench.plugin.session import OUTCOME_KEY, config_state, task_from_item
+    from pytest_agentbench.plugin.state import OUTCOME_KEY, config_state, task_from_item
 
     state = config_state(request.config)
     task = task_from_item(request.node)

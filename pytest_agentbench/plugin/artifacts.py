@@ -116,6 +116,6 @@ def save_episode(
 
 
 def _task_key():
-    from pytest_agentbench.plugin.episodes import TASK_KEY
+    from pytest_agentbench.plugin.state import TASK_KEY
 
     return TASK_KEY

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_agentbench import metrics as m
 from pytest_agentbench.plugin import reporting
-from pytest_agentbench.plugin.session import PAYLOAD_ATTR
+from pytest_agentbench.plugin.state import PAYLOAD_ATTR
 from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, write_summary
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import pytest
 if TYPE_CHECKING:
     from pytest_agentbench.manifest import Suite
 
-TASK_KEY = pytest.StashKey[dict]()
+from pytest_agentbench.plugin.state import TASK_KEY
 
 
 def task_nodeid(suite: str, task: dict[str, Any]) -> str:
@@ -45,7 +45,7 @@ def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None
     if name in BUILTIN_BENCHMARKS:
         target = resolve(BUILTIN_BENCHMARKS[name])
     else:
-        from pytest_agentbench.plugin.session import STATE_KEY
+        from pytest_agentbench.plugin.state import STATE_KEY
 
         state = config.stash.get(STATE_KEY, None)
         entry = state.bench_registry.entries.get(name) if state is not None else None
@@ -56,7 +56,7 @@ def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None
 def task_source(config: pytest.Config, task: dict[str, Any]) -> tuple[Any, int] | None:
     """The file a task came from, when its benchmark says (an optional ``task_source(task)``
     method; WAA's and OpenComputer's give the task's JSON file) and the file exists."""
-    from pytest_agentbench.plugin.session import STATE_KEY
+    from pytest_agentbench.plugin.state import STATE_KEY
 
     state = config.stash.get(STATE_KEY, None)
     if state is None:
@@ -106,7 +106,7 @@ class BenchItem(pytest.Function):
 
     def runtest(self) -> None:
         from pytest_agentbench.plugin.outcomes import raise_outcome
-        from pytest_agentbench.plugin.session import OUTCOME_KEY
+        from pytest_agentbench.plugin.state import OUTCOME_KEY
 
         super().runtest()
         raise_outcome(self.stash[OUTCOME_KEY])

@@ -47,11 +47,10 @@ def step_estimate(config: pytest.Config, registry: Any, agent_name: str, screen:
 
 def lines(config: pytest.Config, state: Any, items: list[Any]) -> list[str]:
     from pytest_agentbench.episode import step_limit
-    from pytest_agentbench.plugin.episodes import BenchItem
     from pytest_agentbench.plugin.resume import not_done
-    from pytest_agentbench.plugin.session import task_from_item
+    from pytest_agentbench.plugin.state import is_episode_item, task_from_item
 
-    tasks = [task_from_item(i) for i in not_done(config, state, items) if isinstance(i, BenchItem)]
+    tasks = [task_from_item(i) for i in not_done(config, state, items) if is_episode_item(i)]
     n = len(tasks)
     agent = state.settings.agent
     screens = {}

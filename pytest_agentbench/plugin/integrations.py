@@ -87,10 +87,9 @@ class AllureReports:
         self.state = state
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-        from pytest_agentbench.plugin.episodes import BenchItem
-        from pytest_agentbench.plugin.session import PAYLOAD_KEY
+        from pytest_agentbench.plugin.state import PAYLOAD_KEY, is_episode_item
 
-        if not isinstance(item, BenchItem) or self.state.run_folder is None:
+        if not is_episode_item(item) or self.state.run_folder is None:
             return
         if call.when != "call" and not (call.when == "setup" and call.excinfo is not None):
             return

@@ -276,7 +276,7 @@ class PoolManager:
         """Keys and pool.json go into the run folder's ``pool/``, once there is a run folder."""
         if self.cloud is None or self.cloud.options.folder is not None:
             return
-        from pytest_agentbench.plugin.session import STATE_KEY
+        from pytest_agentbench.plugin.state import STATE_KEY
 
         state = self.config.stash.get(STATE_KEY, None)
         folder = state.run_folder.path if state is not None and state.run_folder is not None else None
@@ -472,12 +472,11 @@ class PoolManager:
 
     def _print_estimate(self, terminalreporter: Any) -> None:
         from pytest_agentbench.infra.prices import money
-        from pytest_agentbench.plugin.episodes import BenchItem
         from pytest_agentbench.plugin.resume import not_done
-        from pytest_agentbench.plugin.session import STATE_KEY
+        from pytest_agentbench.plugin.state import STATE_KEY, is_episode_item
 
         session = getattr(terminalreporter, "_session", None)
-        items = [i for i in (getattr(session, "items", None) or []) if isinstance(i, BenchItem)]
+        items = [i for i in (getattr(session, "items", None) or []) if is_episode_item(i)]
         state = self.config.stash.get(STATE_KEY, None)
         if state is not None:
             items = not_done(self.config, state, items)  # --bench-resume RUN: only what is left

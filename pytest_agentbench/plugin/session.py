@@ -15,8 +15,17 @@ import pytest
 
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.bridge import usage_errors
-from pytest_agentbench.plugin.episodes import TASK_KEY, BenchItem, suites_for
+from pytest_agentbench.plugin.episodes import BenchItem, suites_for
 from pytest_agentbench.plugin.options import Settings
+from pytest_agentbench.plugin.state import (  # noqa: F401 - re-exported: the plugin's keys and look-ups
+    OUTCOME_KEY,
+    PAYLOAD_ATTR,
+    PAYLOAD_KEY,
+    STATE_KEY,
+    TASK_KEY,
+    config_state,
+    task_from_item,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator
@@ -31,10 +40,6 @@ if TYPE_CHECKING:
     from pytest_agentbench.record.runfolder import RunFolder
     from pytest_agentbench.registry import AgentRegistry, BenchmarkRegistry
 
-STATE_KEY = pytest.StashKey["AgentbenchPlugin"]()
-OUTCOME_KEY = pytest.StashKey["Outcome"]()
-PAYLOAD_KEY = pytest.StashKey[dict]()
-PAYLOAD_ATTR = "agentbench"  # the report attribute holding the item's record (plain JSON)
 MANIFEST_INPUT = "agentbench_manifest"
 RUNFOLDER_INPUT = "agentbench_run_folder"
 LEASE_INPUT = "agentbench_lease"
@@ -401,31 +406,4 @@ class AgentbenchPlugin:
             payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
         return payload
 
-
-def config_state(config: pytest.Config) -> AgentbenchPlugin:
-    state = config.stash.get(STATE_KEY, None)
-    if state is None:
-        raise pytest.UsageError("the agentbench fixtures need a benchmark run (--bench NAME)")
-    return state
-
-
-def task_from_item(item: pytest.Item) -> Task:
-    """The item's task, built without validation: the manifest's tasks were validated when it was
-    resolved (``manifest.resolve``), and validating again per item costs more than the record."""
-    from pytest_agentbench.model import Task
-
-    data = item.stash[TASK_KEY]
-    fields = {**_TASK_DEFAULTS, **data}
-    # Fresh containers, as validation would make them: a benchmark that edits its task must not
-    # edit the manifest's copy (the next trial's).
-    fields["tags"] = list(fields["tags"])
-    fields["raw_config"] = dict(fields["raw_config"])
-    if fields["evaluation_spec"] is not None:
-        fields["evaluation_spec"] = dict(fields["evaluation_spec"])
-    return Task.model_construct(_fields_set=set(data), **fields)
-
-
-#: Every Task field's default, so model_construct never calls a default factory (slow in pydantic).
-_TASK_DEFAULTS: dict[str, Any] = {"instruction": "", "domain": "default", "benchmark": "", "time_limit_steps": None,
-                                  "tags": (), "initial_state_ref": None, "raw_config": {}, "evaluation_spec": None}
 

@@ -176,13 +176,9 @@ def task_nodes(parent: pytest.Collector, task: dict[str, Any],
 
 
 def configure_trials(config: pytest.Config, *, controller: bool) -> TrialSettings:
-    """Validate the settings (usage errors now, not after the run); register the ``--bench-compare``
-    gate on the controller and, on an xdist worker of a resumed run, the deselection of done items."""
+    """Validate the settings (usage errors now, not after the run) and register the
+    ``--bench-compare`` gate on the controller."""
     settings = trial_settings(config)
-    if not controller:
-        from pytest_agentbench.plugin.resume import register_on_worker
-
-        register_on_worker(config)
     if controller and settings.compare is not None:
         from pytest_agentbench.plugin.compare_gate import CompareGate
 
