@@ -331,6 +331,9 @@ class AgentbenchPlugin:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """``--bench-dry-run``: price the selected items now, while the benchmarks are still open."""
+        from pytest_agentbench.plugin import heap
+
+        heap.freeze(self.config)  # what collection built lives to the end: out of the collector's walks
         if is_worker(self.config) or not self.config.getoption("dry_run", False):
             return
         from pytest_agentbench.plugin.estimate import lines
