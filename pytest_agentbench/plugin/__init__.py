@@ -353,21 +353,25 @@ def run_record(pytestconfig: pytest.Config) -> RunFolder | None:
 agentbench_run_record = pytest.fixture(name="agentbench_run_record")(run_record)
 
 
-def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
+def episode(pytestconfig: pytest.Config, agent: Agent) -> EpisodeRecord:
     """Plays the item's episode during setup and returns its record.
 
     Infrastructure and evaluation errors fail here, so pytest reports them as errors (setup),
     not as failures of the agent. The task and benchmark come from the item directly (the same
     objects the ``bench_task`` and ``bench_env`` fixtures give), which keeps the per-item fixture
-    work to one fixture.
+    work to one fixture; the item is the one being set up, which the session notes (it takes no
+    ``request``, see above).
     """
     from pytest_agentbench.plugin.session import OUTCOME_KEY, config_state, task_from_item
 
-    state = config_state(request.config)
-    task = task_from_item(request.node)
+    state = config_state(pytestconfig)
+    node = state.item
+    if node is None:  # cannot happen in a setup: the session notes every item first
+        raise pytest.UsageError("the episode fixture plays benchmark items (bench/...) during their setup")
+    task = task_from_item(node)
     bench = state.benchmark(task.benchmark)
-    record = state.play(request.node, task, bench, bench.agent_for(task) or agent)
-    outcome = request.node.stash[OUTCOME_KEY]
+    record = state.play(node, task, bench, bench.agent_for(task) or agent)
+    outcome = node.stash[OUTCOME_KEY]
     if outcome.kind == "error":
         pytest.fail(outcome.message, pytrace=False)
     return record

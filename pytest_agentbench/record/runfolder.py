@@ -165,11 +165,15 @@ class RunFolder:
             handle.write(text)
 
     def write_json(self, path: Path, data: Any) -> None:
-        """Write JSON through a temporary file and a rename, so readers never see half a file."""
+        """Write JSON through a temporary file and a rename, so readers never see half a file.
+
+        Streamed (``json.dump``) rather than built as one string: the indented encoder makes a
+        string per token, and a summary of 2,000 tasks held them all at once, the run's peak RSS."""
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2, sort_keys=True)
             os.replace(tmp, path)
         except OSError:
             tmp.unlink(missing_ok=True)  # a full disk must not also keep half a file
