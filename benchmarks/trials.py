@@ -5,9 +5,9 @@ Times, in fresh temporary directories and in subprocesses (``python -m pytest -q
 no:cacheprovider ...``, the plugins and bytecode cache set up as in ``overhead.py``), the median
 wall clock of
 
-* ``--tasks N`` (one trial per task; N items);
-* ``--tasks N --trials K`` (N*K items, statistics by bootstrap over tasks);
-* ``--tasks N*K`` (N*K items of one trial each: the same number of items without trials);
+* ``--bench-limit N`` (one trial per task; N items);
+* ``--bench-limit N --bench-trials K`` (N*K items, statistics by bootstrap over tasks);
+* ``--bench-limit N*K`` (N*K items of one trial each: the same number of items without trials);
 * the empty run (one item collected and deselected): the fixed cost of starting.
 
 and prints, all from the same invocation:

@@ -37,7 +37,7 @@ ErrorType = Literal["agent", "infrastructure", "evaluation"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+    model_config = ConfigDict(extra="forbid", validate_assignment=False, defer_build=True)
 
 
 class Task(_Model):

@@ -10,9 +10,12 @@ whitespace and control characters (terminal escapes, torn lines), and the HTML m
 
 from __future__ import annotations
 
+import re
+
 #: The longest id accepted (WAA's longest is under 60 characters).
 MAX_NAME_LENGTH = 200
 MARKUP = frozenset("<>&\"'`")
+_REFUSED = re.compile("[\\[\\]" + re.escape("".join(sorted(MARKUP))) + "\\s]")
 RULE = ("must not contain brackets, '::', whitespace, control characters or markup characters "
         f"(< > & \" ' `), and must be at most {MAX_NAME_LENGTH} characters")
 
@@ -25,7 +28,9 @@ def name_problem(value: object) -> str | None:
         return "must not be empty"
     if len(value) > MAX_NAME_LENGTH:
         return f"is {len(value)} characters long; {RULE}"
-    if "::" in value or any(c in "[]" or c in MARKUP or c.isspace() or not c.isprintable() for c in value):
+    # One regex scan and one C-level check instead of a Python loop per character (ids of every
+    # task are checked at collection): ``\s`` is ``str.isspace`` for str patterns.
+    if "::" in value or _REFUSED.search(value) or not value.isprintable():
         return RULE
     return None
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.plugin import hookspecs, options
+from pytest_agentbench.plugin import heap, hookspecs, options
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -48,6 +48,7 @@ def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[d
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--agentbench-reap`` runs instead of a session; ``--pool-dry-run`` only collects (so
     ``-k`` and ``-m`` choose the tasks it prices) and never starts a worker or a VM."""
+    heap.reserve(config)  # before configure, so its thaw follows pytest's cleanups (see plugin/heap.py)
     if options.setting(config, "agentbench_reap"):
         from pytest_agentbench.plugin.pools import run_reaper
 
@@ -375,21 +376,25 @@ def run_record(pytestconfig: pytest.Config) -> RunFolder | None:
 agentbench_run_record = pytest.fixture(name="agentbench_run_record")(run_record)
 
 
-def episode(request: pytest.FixtureRequest, agent: Agent) -> EpisodeRecord:
+def episode(pytestconfig: pytest.Config, agent: Agent) -> EpisodeRecord:
     """Plays the item's episode during setup and returns its record.
 
     Infrastructure and evaluation errors fail here, so pytest reports them as errors (setup),
     not as failures of the agent. The task and benchmark come from the item directly (the same
     objects the ``bench_task`` and ``bench_env`` fixtures give), which keeps the per-item fixture
-    work to one fixture.
+    work to one fixture; the item is the one being set up, which the session notes (it takes no
+    ``request``, see above).
     """
     from pytest_agentbench.plugin.state import OUTCOME_KEY, config_state, task_from_item
 
-    state = config_state(request.config)
-    task = task_from_item(request.node)
+    state = config_state(pytestconfig)
+    node = state.item
+    if node is None:  # cannot happen in a setup: the session notes every item first
+        raise pytest.UsageError("the episode fixture plays benchmark items (bench/...) during their setup")
+    task = task_from_item(node)
     bench = state.benchmark(task.benchmark)
-    record = state.play(request.node, task, bench, bench.agent_for(task) or agent)
-    outcome = request.node.stash[OUTCOME_KEY]
+    record = state.play(node, task, bench, bench.agent_for(task) or agent)
+    outcome = node.stash[OUTCOME_KEY]
     if outcome.kind == "error":
         pytest.fail(outcome.message, pytrace=False)
     return record

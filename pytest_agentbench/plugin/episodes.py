@@ -122,6 +122,7 @@ class DomainGroup(pytest.Collector):
         super().__init__(*args, **kwargs)
         self._tasks = tasks or []
         self._known = known or {}
+        self._fixtureinfo: Any = None
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         from pytest_agentbench.plugin.trials import task_nodes
@@ -133,7 +134,14 @@ class DomainGroup(pytest.Collector):
         """One trial of ``task`` (``parent`` is this group, or the task's collector of trials)."""
         from pytest_agentbench.plugin.trials import TRIAL_KEY
 
-        item = BenchItem.from_parent(parent, name=name, callobj=run_task)
+        # Every item of the group has the same function and sees the same fixtures (conftest and
+        # plugin fixtures are scoped by directory), so the fixture closure is worked out for the
+        # first and shared, as pytest shares it between the instances of a parametrized test.
+        if self._fixtureinfo is None:
+            item = BenchItem.from_parent(parent, name=name, callobj=run_task)
+            self._fixtureinfo = item._fixtureinfo
+        else:
+            item = BenchItem.from_parent(parent, name=name, callobj=run_task, fixtureinfo=self._fixtureinfo)
         item.stash[TASK_KEY] = task
         item.stash[TRIAL_KEY] = trial
         from pytest_agentbench.plugin.markers import claimed, mark

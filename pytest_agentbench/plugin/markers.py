@@ -51,6 +51,15 @@ def marker_name(name: str, taken: frozenset[str]) -> str:
     return PREFIX + name if name in taken else name
 
 
+_DECORATORS = pytest.StashKey[dict]()
+
+
 def mark(item: pytest.Item, name: str, taken: frozenset[str]) -> None:
-    item.add_marker(marker_name(name, taken))
+    # One MarkDecorator per marker name and run, not one per item: making it (pytest.mark.<name>,
+    # with its check against the registered markers) cost more than adding it.
+    decorators = item.config.stash.setdefault(_DECORATORS, {})
+    decorator = decorators.get(name)
+    if decorator is None:
+        decorator = decorators[name] = getattr(pytest.mark, marker_name(name, taken))
+    item.add_marker(decorator)
     item.extra_keyword_matches.add(name)

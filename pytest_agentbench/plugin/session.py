@@ -72,6 +72,8 @@ class AgentbenchPlugin:
         self._budget: Budget | bool | None = None
         self._estimate: list[str] = []
         self._scrub_impls: list[Any] | None = None
+        #: The item being set up, for the ``episode`` fixture (see ``pytest_runtest_setup``).
+        self.item: pytest.Item | None = None
         from pytest_agentbench.plugin.task_timeout import own_timeout
 
         #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
@@ -340,8 +342,18 @@ class AgentbenchPlugin:
 
         return scrub
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Note the item before its fixtures are set up: the ``episode`` fixture takes it from here
+        rather than from ``request``, which costs pytest a new fixture definition (and a signature
+        inspection) per look-up, four per item."""
+        self.item = item
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """``--bench-dry-run``: price the selected items now, while the benchmarks are still open."""
+        from pytest_agentbench.plugin import heap
+
+        heap.freeze(self.config)  # what collection built lives to the end: out of the collector's walks
         if is_worker(self.config) or not self.config.getoption("dry_run", False):
             return
         from pytest_agentbench.plugin.estimate import lines

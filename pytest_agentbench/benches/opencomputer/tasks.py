@@ -30,6 +30,8 @@ UPSTREAM_MAX_STEPS = 100
 #: App names become domains: pytest markers and node-id parts.
 _APP = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BAD_ID = re.compile(r"[\[\]/\\\s]|::")
+#: What can make ``shlex.split`` fail (an unclosed quote, a trailing backslash); a command with none splits.
+_SHELL_QUOTING = re.compile(r"['\"\\]")
 #: Where env files may go: the sandbox's home and temporary folders (see infra/sandbox.py).
 SANDBOX_ROOTS = (PurePosixPath("/home/user"), PurePosixPath("/tmp"))
 #: The tag given to tasks with LLM-judged checks (``-k "not llm_judged"`` leaves them out).
@@ -63,7 +65,14 @@ def task_files(tasks_dir: Path) -> list[Path]:
 
 def _check(ok: bool, path: Path, message: str) -> None:
     if not ok:
-        raise OpenComputerTaskError(f"OpenComputer task file {path}: {message}")
+        raise _error(path, message)
+
+
+def _error(path: Path, message: str) -> OpenComputerTaskError:
+    """The error of a bad task file. Checks whose message shows the bad value (``_short``) raise
+    it under an ``if``, so that the value's repr is built only for a file that fails: 900 task
+    files make some 20,000 checks."""
+    return OpenComputerTaskError(f"OpenComputer task file {path}: {message}")
 
 
 def _short(value: Any) -> str:
@@ -71,8 +80,8 @@ def _short(value: Any) -> str:
 
 
 def check_sandbox_path(value: Any, path: Path, where: str) -> str:
-    _check(isinstance(value, str) and value != "", path,
-           f"{where}: 'sandbox_path' must be a path string, got {_short(value)}")
+    if not (isinstance(value, str) and value != ""):
+        raise _error(path, f"{where}: 'sandbox_path' must be a path string, got {_short(value)}")
     pure = PurePosixPath(value)
     inside = pure.is_absolute() and ".." not in pure.parts and any(
         pure != root and root in pure.parents for root in SANDBOX_ROOTS)
@@ -87,10 +96,12 @@ def _check_env(env: Any, path: Path) -> None:
     _check(isinstance(files, list), path, f"'env.files' must be a list, got {type(files).__name__}")
     for i, entry in enumerate(files):
         where = f"env.files[{i}]"
-        _check(isinstance(entry, dict), path, f"{where} must be an object, got {_short(entry)}")
+        if not isinstance(entry, dict):
+            raise _error(path, f"{where} must be an object, got {_short(entry)}")
         name = entry.get("filename")
-        _check(is_env_filename(name), path,
-               f"{where}: 'filename' must be a relative path inside the task's env/ folder, got {_short(name)}")
+        if not is_env_filename(name):
+            raise _error(path, f"{where}: 'filename' must be a relative path inside the task's env/ folder, "
+                               f"got {_short(name)}")
         check_sandbox_path(entry.get("sandbox_path"), path, where)
 
 
@@ -112,23 +123,27 @@ def check_kind(check: dict[str, Any]) -> str:
 
 
 def _check_verification(checks: Any, path: Path) -> None:
-    _check(isinstance(checks, list) and len(checks) > 0, path,
-           f"'verification' must be a non-empty list of checks, got {_short(checks)}")
+    if not (isinstance(checks, list) and len(checks) > 0):
+        raise _error(path, f"'verification' must be a non-empty list of checks, got {_short(checks)}")
     for i, check in enumerate(checks):
         where = f"verification[{i}]"
-        _check(isinstance(check, dict), path, f"{where} must be an object, got {_short(check)}")
+        if not isinstance(check, dict):
+            raise _error(path, f"{where} must be an object, got {_short(check)}")
         kind = check_kind(check)
         command = check.get("command")
         if kind == "llm":
-            _check(check["judge"] == "llm", path, f"{where}: 'judge' must be \"llm\", got {_short(check['judge'])}")
+            if check["judge"] != "llm":
+                raise _error(path, f"{where}: 'judge' must be \"llm\", got {_short(check['judge'])}")
             _check(isinstance(check.get("prompt"), str) and check["prompt"].strip() != "", path,
                    f"{where}: an LLM-judged check needs a 'prompt' string")
             if command is None:
                 continue
-        _check(isinstance(command, str) and command.strip() != "", path,
-               f"{where}: 'command' must be a verifier subcommand with its arguments, got {_short(command)}")
+        if not (isinstance(command, str) and command.strip() != ""):
+            raise _error(path, f"{where}: 'command' must be a verifier subcommand with its arguments, "
+                               f"got {_short(command)}")
         try:
-            shlex.split(command)
+            if _SHELL_QUOTING.search(command):  # without quotes or backslashes splitting cannot fail
+                shlex.split(command)
         except ValueError as exc:
             raise OpenComputerTaskError(f"OpenComputer task file {path}: {where}: 'command' cannot be split "
                                         f"into arguments ({exc}): {command!r}") from None
@@ -153,17 +168,19 @@ def check_task_json(data: Any, path: Path) -> dict[str, Any]:
     """Raise ``OpenComputerTaskError`` unless ``data`` is a usable OpenComputer task."""
     _check(isinstance(data, dict), path, f"the top level must be an object, got {type(data).__name__}")
     task_id = data.get("id")
-    _check(isinstance(task_id, str) and task_id != "", path, f"'id' must be a non-empty string, got {_short(task_id)}")
+    if not (isinstance(task_id, str) and task_id != ""):
+        raise _error(path, f"'id' must be a non-empty string, got {_short(task_id)}")
     _check(not _BAD_ID.search(task_id) and task_id not in (".", ".."), path,
            f"task id {task_id!r} cannot be a pytest node id (no brackets, '::', slashes or whitespace)")
     _check(task_id == path.parent.name, path,
            f"'id' {task_id!r} differs from its folder name {path.parent.name!r}; rename one so they match")
     app = data.get("app")
-    _check(isinstance(app, str) and bool(_APP.match(app)), path,
-           f"'app' must be an app name (letters, digits and '_', not starting with a digit), got {_short(app)}")
+    if not (isinstance(app, str) and _APP.match(app)):
+        raise _error(path, f"'app' must be an app name (letters, digits and '_', not starting with a digit), "
+                           f"got {_short(app)}")
     instruction = data.get("task")
-    _check(isinstance(instruction, str) and instruction.strip() != "", path,
-           f"'task' (the instruction) must be a non-empty string, got {_short(instruction)}")
+    if not (isinstance(instruction, str) and instruction.strip() != ""):
+        raise _error(path, f"'task' (the instruction) must be a non-empty string, got {_short(instruction)}")
     if "env" in data:
         _check_env(data["env"], path)
     _check_verification(data.get("verification"), path)
