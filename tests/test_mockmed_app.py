@@ -367,3 +367,25 @@ def test_an_unreadable_store_raises_and_closes_its_connection(tmp_path: Path,
         Store(path)
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         opened[0].execute("SELECT 1")
+
+
+def test_a_scratch_store_does_not_sync_but_the_app_store_does(tmp_path):
+    """The app's store syncs each commit (it says "saved" only once the record is on disk);
+    ExtraDup's scratch stores, read back by the same run and deleted, do not."""
+    from pytest_agentbench.benches.extradup.cells import apply_cell
+    from pytest_agentbench.benches.mockmed.store import Store
+
+    app_store = Store(tmp_path / "app.sqlite3")
+    scratch = Store(tmp_path / "scratch.sqlite3", durable=False)
+    try:
+        assert app_store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, sqlite's default
+        assert scratch._db.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF
+        scratch.add_encounter("p1", "Triage", "seen")
+        other = Store(tmp_path / "scratch.sqlite3")  # another connection sees the commit at once
+        assert [e["note"] for e in other.encounters()] == ["seen"]
+        other.close()
+    finally:
+        app_store.close()
+        scratch.close()
+    evidence = apply_cell("control", 0, tmp_path / "cell")
+    assert len(evidence.new) == 1

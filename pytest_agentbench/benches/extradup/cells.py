@@ -162,7 +162,7 @@ def apply_cell(condition: str, seed: int, folder: str | Path, gold: Gold = GOLD)
     path = Path(folder) / "mockmed.sqlite3"
     if path.exists():
         path.unlink()
-    store = Store(path)
+    store = Store(path, durable=False)  # a scratch store: read back by this process, then deleted
     try:
         before = store.encounters()
         spec.write(store, gold)

@@ -49,11 +49,16 @@ class Store:
     says "saved" only once the record is on disk.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, durable: bool = True) -> None:
+        """``durable=False`` is for scratch stores that live only while a process reads them back
+        (ExtraDup's cells): commits are not synced to the disk, which only matters if the machine
+        loses power; every other connection still sees each commit at once."""
         self.path = Path(path)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
+        if not durable:
+            self._db.execute("PRAGMA synchronous = OFF")
         try:
             with self._lock:
                 self._seed()
