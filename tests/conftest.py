@@ -51,9 +51,19 @@ def run(pytester: pytest.Pytester):
     """Run pytest in-process in the pytester folder with the noise plugins off."""
 
     def _run(*args: str) -> pytest.RunResult:
-        return pytester.runpytest(*args, *QUIET, *NO_WAA_SETTLE)
+        return pytester.runpytest(*args, *QUIET, *NO_WAA_SETTLE, *in_process_only(args))
 
     return _run
+
+
+def in_process_only(args: tuple[str, ...]) -> tuple[str, ...]:
+    """pytest-rerunfailures opens a loopback socket in every run that has xdist installed and
+    never closes it (its ServerStatusDB); over the suite's ~2,000 in-process runs those sockets
+    pass the 1,024 descriptors ``select()`` takes, and paramiko's and the WAA server's waits fail.
+    In-process runs leave it out unless they rerun."""
+    if any(a.startswith(("--reruns", "--only-rerun", "--rerun-except")) for a in args):
+        return ()
+    return ("-p", "no:rerunfailures")
 
 
 @pytest.fixture

@@ -23,10 +23,22 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import OUTCOME_BENCH, only_run_folder, results
+from conftest import NO_WAA_SETTLE, OUTCOME_BENCH, QUIET, only_run_folder, results
 from test_schema import validate_run, validators  # noqa: F401 - the fixture
 
 pytest.importorskip("pytest_rerunfailures", reason="pytest-rerunfailures is part of the dev extra")
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester):
+    """In-process runs with every installed plugin, rerunfailures included: these tests are about
+    the plugins (the suite's own ``run`` leaves rerunfailures out unless a run reruns)."""
+
+    def _run(*args: str) -> pytest.RunResult:
+        return pytester.runpytest(*args, *QUIET, *NO_WAA_SETTLE)
+
+    return _run
+
 
 FLAKY = '''
 from pytest_agentbench.agents import MockAgent

@@ -365,7 +365,7 @@ def test_criterion_json_is_the_models_dump():
 
 
 def test_task_from_item_builds_the_validated_task():
-    from pytest_agentbench.plugin.session import _TASK_DEFAULTS, TASK_KEY, task_from_item
+    from pytest_agentbench.plugin.state import _TASK_DEFAULTS, TASK_KEY, task_from_item
 
     assert set(_TASK_DEFAULTS) == set(Task.model_fields) - {"task_id"}
     for name, default in _TASK_DEFAULTS.items():

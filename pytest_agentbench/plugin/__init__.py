@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.plugin import heap, hookspecs, options
+from pytest_agentbench.plugin import hookspecs, options
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -48,7 +48,10 @@ def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[d
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--agentbench-reap`` runs instead of a session; ``--pool-dry-run`` only collects (so
     ``-k`` and ``-m`` choose the tasks it prices) and never starts a worker or a VM."""
-    heap.reserve(config)  # before configure, so its thaw follows pytest's cleanups (see plugin/heap.py)
+    if options.benchmarks_requested(config):
+        from pytest_agentbench.plugin import heap
+
+        heap.reserve(config)  # before configure, so its thaw follows pytest's cleanups (see plugin/heap.py)
     if options.setting(config, "agentbench_reap"):
         from pytest_agentbench.plugin.pools import run_reaper
 
