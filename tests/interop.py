@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -30,9 +31,14 @@ def snapshot(variable: str, what: str) -> Path:
         problem = f"interop: {variable}={value} is not a folder; it should be {what}"
     if problem is None:
         return Path(value)
+    unavailable(problem)
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip for ``reason`` (something the real-code test needs is missing); under CI, fail."""
     if required():
-        pytest.fail(problem + " [AGENTBENCH_REQUIRE_INTEROP=1: a skip here is a failure]", pytrace=False)
-    pytest.skip(problem)
+        pytest.fail(reason + " [AGENTBENCH_REQUIRE_INTEROP=1: a skip here is a failure]", pytrace=False)
+    pytest.skip(reason)
 
 
 def waa_upstream() -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from interop import unavailable as _unavailable
 
 from pytest_agentbench.infra.sandbox import probe_bwrap
 
@@ -34,12 +35,6 @@ SCRIPT = [{"type": "wait", "seconds": 2}, {"type": "click", "x": 960, "y": 540},
 WORKFLOW = {"steps": [{"action": "wait", "seconds": 2}, {"action": "hotkey", "keys": ["ctrl", "a"]},
                       {"action": "type", "text": SORTED}, {"action": "hotkey", "keys": ["ctrl", "s"]},
                       {"action": "wait", "seconds": 2}]}
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("AGENTBENCH_REQUIRE_INTEROP") == "1":
-        pytest.fail(f"AGENTBENCH_REQUIRE_INTEROP=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")

@@ -21,17 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from interop import unavailable as _unavailable
 
 from pytest_agentbench.infra.sandbox import probe_bwrap
 
 UPSTREAM_VAR = "AGENTBENCH_OPENCOMPUTER_UPSTREAM"
 SOLVED_DRAWIO = Path(__file__).parent / "data" / "opencomputer" / "end_states" / "solved" / "drawio_aws_cloud_arch"
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("AGENTBENCH_REQUIRE_INTEROP") == "1":
-        pytest.fail(f"AGENTBENCH_REQUIRE_INTEROP=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
