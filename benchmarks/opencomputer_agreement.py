@@ -99,7 +99,7 @@ def main() -> None:
         theirs = [bool(d and d.get("passed")) for d in ref.get("verification_details") or []]
         ours = [bool(c["passed"]) for c in mine.get("criteria", [])]
         checks += max(len(theirs), len(ours))
-        agreeing += sum(a == b for a, b in zip(theirs, ours))
+        agreeing += sum(a == b for a, b in zip(theirs, ours, strict=False))  # unequal lengths disagree
         rewards.append((ref["reward"], mine["score"]))
         if theirs == ours and abs(ref["reward"] - mine["score"]) < 5e-5:
             equal += 1

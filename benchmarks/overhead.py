@@ -135,7 +135,7 @@ def print_table(rows: list[tuple[Any, ...]]) -> None:
     text = [[cell(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in text) for i in range(len(text[0]))]
     for i, row in enumerate(text):
-        print("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        print("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths, strict=True))))
         if i == 0:
             print("   " + "  ".join("-" * w for w in widths))
 
@@ -230,7 +230,7 @@ def slope(points: list[tuple[int, float]]) -> tuple[float, float]:
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
     return b, my - b * mx
 
 
@@ -299,7 +299,7 @@ def print_report(info: dict[str, Any], figures: dict[str, Any], sizes: list[int]
                      f"{mock['median']['cpu'][n]:.3f}", f"{bare['median']['cpu'][n]:.3f}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for i, row in enumerate(rows):
-        print("  ".join(cell.rjust(w) for cell, w in zip(row, widths)))
+        print("  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)))
         if i == 0:
             print("  ".join("-" * w for w in widths))
     print(f"per-item columns: (wall(N) - wall({sizes[0]})) / (N - {sizes[0]}); "

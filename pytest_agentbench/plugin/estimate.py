@@ -60,7 +60,7 @@ def lines(config: pytest.Config, state: Any, items: list[Any]) -> list[str]:
     registry = state.agent_registry
     estimates = {b: step_estimate(config, registry, agent, s) for b, s in screens.items()}
     steps = [step_limit(t, state.settings.max_steps) for t in tasks]
-    paid = [(t, k) for t, k in zip(tasks, steps) if estimates.get(t.benchmark) is not None]
+    paid = [(t, k) for t, k in zip(tasks, steps, strict=True) if estimates.get(t.benchmark) is not None]
     model_usd = sum(k * e.cost_usd for t, k in paid if (e := estimates.get(t.benchmark)) is not None)
     model = next((e.model for e in estimates.values() if e is not None), None)
     out = [f"  {n} tasks (agent {agent}{', ' + model if model else ''}):"]
@@ -113,6 +113,6 @@ def _baseline(config: pytest.Config, screens: dict[str, tuple[int, int]], tasks:
     except ImportError:
         return None
     per = {b: estimate_for(None, s) for b, s in screens.items()}
-    cost = sum(k * per[t.benchmark].cost_usd for t, k in zip(tasks, steps) if per.get(t.benchmark))
+    cost = sum(k * per[t.benchmark].cost_usd for t, k in zip(tasks, steps, strict=True) if per.get(t.benchmark))
     model = next((e.model for e in per.values() if e is not None), "claude")
     return cost, f"{round(sum(steps) / len(steps))} steps/task with api-claude {model}"

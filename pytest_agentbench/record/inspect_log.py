@@ -120,7 +120,7 @@ def build_log(
     run_name = str(summary.get("run_name") or f"{task}_{agent}_{created}")
     ids = _sample_ids(records)
     samples = [_sample(record, sample_id, epoch, model, lookup(record), tasks)
-               for record, (sample_id, epoch) in zip(records, ids)]
+               for record, (sample_id, epoch) in zip(records, ids, strict=True)]
     attempts = [m.attempt_from_result(r) for r in records]
     overall = m.metrics(attempts)
     usage = _add_usage(s["model_usage"] for s in samples)
@@ -291,12 +291,12 @@ def _sample_error(record: Mapping[str, Any]) -> dict[str, Any] | None:
 def _sample_ids(records: list[Mapping[str, Any]]) -> list[tuple[str, int]]:
     """Task ids when they are unique across benchmarks, else node ids; a repeat is another epoch."""
     task_ids = [str(r.get("task_id") or r.get("nodeid") or i) for i, r in enumerate(records)]
-    keys = {(str(r.get("benchmark")), t) for r, t in zip(records, task_ids)}
+    keys = {(str(r.get("benchmark")), t) for r, t in zip(records, task_ids, strict=True)}
     if len({t for _, t in keys}) < len(keys):
-        task_ids = [str(r.get("nodeid") or f"{r.get('benchmark')}::{t}") for r, t in zip(records, task_ids)]
+        task_ids = [str(r.get("nodeid") or f"{r.get('benchmark')}::{t}") for r, t in zip(records, task_ids, strict=True)]
     seen: dict[str, int] = {}
     out = []
-    for record, sample_id in zip(records, task_ids):
+    for record, sample_id in zip(records, task_ids, strict=True):
         seen[sample_id] = seen.get(sample_id, 0) + 1
         trial = record.get("trial")  # --bench-trials: trial n is epoch n, whatever order the records came in
         out.append((sample_id, trial if isinstance(trial, int) and trial >= 1 else seen[sample_id]))

@@ -222,7 +222,7 @@ def from_langchain_run(run: Any, task_id: str = "langchain_task", input_text: st
         children = list(_field(node, "child_runs") or [])
         orders = [_field(child, "dotted_order") for child in children]
         if children and all(isinstance(order, str) for order in orders):
-            children = [child for _, child in sorted(zip(orders, children), key=lambda pair: pair[0])]
+            children = [child for _, child in sorted(zip(orders, children, strict=True), key=lambda pair: pair[0])]
         stack.extend((child, False) for child in reversed(children))
     inputs = _field(run, "inputs")
     metadata: dict[str, Any] = {}

@@ -276,7 +276,7 @@ def _best_pairing(expected: list[dict], actual: list[object]) -> list[tuple[dict
         # with the used members of the larger side as a bit mask.
         rows_are_expected = m <= n
         rows, cols = (m, n) if rows_are_expected else (n, m)
-        w = weight if rows_are_expected else [list(col) for col in zip(*weight)]
+        w = weight if rows_are_expected else [list(col) for col in zip(*weight, strict=True)]
         memo: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
 
         def solve(row: int, used: int) -> tuple[float, tuple[int, ...]]:

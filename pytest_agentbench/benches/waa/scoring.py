@@ -111,7 +111,7 @@ def metric_specs(evaluator: dict[str, Any]) -> tuple[list[MetricSpec], str]:
     results = as_list("result", None)
     expected = as_list("expected", None)
     options = [o or {} for o in as_list("options", {})]
-    return [MetricSpec(f, r, e, o) for f, r, e, o in zip(func, results, expected, options)], conj
+    return [MetricSpec(f, r, e, o) for f, r, e, o in zip(func, results, expected, options, strict=True)], conj
 
 
 def combine(values: Sequence[Callable[[], float]] | Sequence[float], conj: str = "and") -> tuple[float, list[float], bool]:

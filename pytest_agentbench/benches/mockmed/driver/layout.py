@@ -225,7 +225,7 @@ class Layout:
             offsets = [free] * len(items)
         elif justify == "center":
             offsets = [free / 2] * len(items)
-        for item, outer, dx in zip(items, heights, offsets):
+        for item, outer, dx in zip(items, heights, offsets, strict=True):
             dy = (inner_h - outer) / 2
             if dx or dy:
                 self._shift(item, dx, dy)
@@ -264,11 +264,13 @@ class Layout:
             cells = [c for c in row.children if isinstance(c, Element) and c.tag in ("td", "th")]
             x = cx
             heights = []
-            for cell, width in zip(cells, cols):
+            # A row may hold fewer or more cells than the table has columns (HTML allows both); cells
+            # past the last column are not laid out, as a browser would overflow them out of view.
+            for cell, width in zip(cells, cols, strict=False):
                 heights.append(self._layout(cell, x, y, width))
                 x += width
             row_h = max(heights, default=0.0)
-            for cell, h in zip(cells, heights):
+            for cell, h in zip(cells, heights, strict=False):
                 if h < row_h:
                     self._shift_children(cell, 0, (row_h - h) / 2)
                     box = _placed(cell)
