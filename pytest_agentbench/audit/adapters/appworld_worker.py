@@ -6,9 +6,10 @@ AppWorld pins pydantic 1, so it cannot share a process with this package. The ad
     <appworld python> -P appworld_worker.py CMD --root ROOT --out OUT [--split S] [--task-id T] [--runs FILE]
 
 and reads the JSON it writes to OUT. The script uses the standard library and ``appworld`` only
-(plus ``munch``, which AppWorld installs and its solutions take), runs on Python 3.9+, and never imports ``pytest_agentbench``. It writes OUT only when the command
-finished; a failure leaves a traceback on stderr and exit status 1. It never writes to stdout
-(AppWorld itself prints there). The commands and their OUT documents are listed in ``appworld.py``.
+(plus ``munch``, which AppWorld installs and its solutions take), runs on Python 3.9+, and never
+imports ``pytest_agentbench``. It writes OUT only when the command finished; a failure leaves a
+traceback on stderr and exit status 1. It never writes to stdout (AppWorld itself prints there).
+The commands and their OUT documents are listed in ``appworld.py``.
 
 Per world: a fresh ``AppWorld`` under an experiment name of its own (``agentbench_ref_<task>_<pid>``
 for the reference, ``agentbench_run_<task>_<pid>_<i>`` per delivered run), and that experiment's
@@ -16,6 +17,8 @@ output folder is deleted when the world closes. The end state is read back befor
 only tables whose write counter (``world.models.model_hashes()``) is non-zero are read, in full, at
 the end and at the start (``world.task.model_collection``), values stringified, records matched by id.
 """
+
+from __future__ import annotations  # the annotations below are for mypy; Python 3.9 never evaluates them
 
 import argparse
 import copy
@@ -27,6 +30,13 @@ import re
 import shutil
 import sys
 import traceback
+import types
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # only mypy reads the annotations (``from __future__``), so 3.10 syntax is safe here
+    #: One table record as read back: column name -> value as a string (None stays None).
+    Row = dict[str, str | None]
 
 #: The options AppWorld's own solution checks use; every world of the audit is made with them.
 WORLD_OPTIONS = {
@@ -40,27 +50,28 @@ WORLD_OPTIONS = {
 METHODS = ("get", "post", "put", "patch", "delete")
 
 
-def _appworld(root):
+def _appworld(root: str) -> types.ModuleType:
     os.environ["APPWORLD_ROOT"] = root
     import appworld
 
     update_root = getattr(appworld, "update_root", None)
     if update_root is not None:
         update_root(root)
-    return appworld
+    module: types.ModuleType = appworld  # untyped upstream (Any to mypy); it is the package's module
+    return module
 
 
-def _plain(value):
+def _plain(value: object) -> Any:
     """A JSON-safe copy (datetimes and other objects become strings)."""
     return json.loads(json.dumps(value, default=str))
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return "%s: %s" % (type(exc).__name__, lines[0]) if lines else type(exc).__name__
 
 
-def _close(world, experiment, root):
+def _close(world: Any, experiment: str, root: str) -> None:
     if world is not None:
         try:
             world.close()
@@ -71,24 +82,24 @@ def _close(world, experiment, root):
 
 # -- readback ---------------------------------------------------------------------------------
 
-def _write_counters(world):
+def _write_counters(world: Any) -> dict[str, int]:
     return {name: value for name, value in sorted(world.models.model_hashes().items()) if value}
 
 
-def _read(collection, names):
+def _read(collection: Any, names: list[str]) -> dict[str, list[Row]]:
     """Every record of the named tables (``app.Model``), values stringified."""
     collection.reset_db_home_path()  # the model classes are shared: point them at this collection
-    tables = {}
+    tables: dict[str, list[Row]] = {}
     for name in names:
         app, model = name.split(".", 1)
-        rows = []
+        rows: list[Row] = []
         for record in collection[app][model].all():
             rows.append({str(k): (None if v is None else str(v)) for k, v in record.to_dict().items()})
         tables[name] = rows
     return tables
 
 
-def _diff(before_rows, after_rows):
+def _diff(before_rows: list[Row], after_rows: list[Row]) -> tuple[list[Row], list[Row], list[dict[str, Row]]]:
     if all("id" in r for r in before_rows + after_rows):
         before = {r["id"]: r for r in before_rows}
         after = {r["id"]: r for r in after_rows}
@@ -108,13 +119,13 @@ def _diff(before_rows, after_rows):
     return added, [json.loads(k) for k in remaining], []
 
 
-def _readback(world, names):
+def _readback(world: Any, names: Iterable[str]) -> dict[str, dict[str, list[Any]]]:
     """The effect of the run on the named tables: records added, removed and updated."""
     names = sorted(names)
     end = _read(world.models, names)
     start = _read(world.task.model_collection, names)
     world.models.reset_db_home_path()  # back to the world's own state
-    effect = {}
+    effect: dict[str, dict[str, list[Any]]] = {}
     for name in names:
         added, removed, updated = _diff(start[name], end[name])
         if added or removed or updated:
@@ -124,7 +135,7 @@ def _readback(world, names):
 
 # -- commands ---------------------------------------------------------------------------------
 
-def probe(args, root):
+def probe(args: argparse.Namespace, root: str) -> dict[str, Any]:
     appworld = _appworld(root)
     from appworld import AppWorld, load_task_ids  # noqa: F401 - fail here, not in the first task
 
@@ -136,14 +147,14 @@ def probe(args, root):
             "python": platform.python_version()}
 
 
-def list_tasks(args, root):
+def list_tasks(args: argparse.Namespace, root: str) -> list[str]:
     _appworld(root)
     from appworld import load_task_ids
 
     return [str(task_id) for task_id in load_task_ids(args.split)]
 
 
-def _main_user(world):
+def _main_user(world: Any) -> Any:
     from appworld.apps.admin.models import MainUserMunch
 
     email = dict(world.task.supervisor)["email"]
@@ -153,7 +164,7 @@ def _main_user(world):
     return MainUserMunch.from_main_user(record)
 
 
-def _solution(folder, task_id):
+def _solution(folder: str, task_id: str) -> tuple[Callable[..., object], Any]:
     spec = importlib.util.spec_from_file_location("agentbench_solution_%s" % task_id.replace("-", "_"),
                                                   os.path.join(folder, "solution.py"))
     if spec is None or spec.loader is None:
@@ -165,7 +176,7 @@ def _solution(folder, task_id):
     return module.solution, public_data
 
 
-def reference(args, root):
+def reference(args: argparse.Namespace, root: str) -> dict[str, Any]:
     _appworld(root)
     from appworld import AppWorld
     from munch import munchify
@@ -200,7 +211,7 @@ def reference(args, root):
         _close(world, experiment, root)
 
 
-def _replay(requester, call):
+def _replay(requester: Any, call: dict[str, Any]) -> int:
     """Send one call; its status code, or -1 when it raised."""
     method = str(call.get("method", "")).lower()
     if method not in METHODS:
@@ -216,10 +227,10 @@ def _replay(requester, call):
         return -1
 
 
-def _deliver_one(root, task_id, index, run):
+def _deliver_one(root: str, task_id: str, index: int, run: dict[str, Any]) -> dict[str, Any]:
     from appworld import AppWorld
 
-    result = {"run_id": run.get("run_id"), "effect": {}, "verdict": None, "statuses": [], "error": None,
+    result: dict[str, Any] = {"run_id": run.get("run_id"), "effect": {}, "verdict": None, "statuses": [], "error": None,
               "detail": {}}
     experiment = "agentbench_run_%s_%d_%d" % (task_id, os.getpid(), index)
     world = None
@@ -244,17 +255,18 @@ def _deliver_one(root, task_id, index, run):
     return result
 
 
-def deliver(args, root):
+def deliver(args: argparse.Namespace, root: str) -> list[dict[str, Any]]:
     _appworld(root)
     with open(args.runs, encoding="utf-8") as f:
         runs = json.load(f)
     return [_deliver_one(root, args.task_id, index, run) for index, run in enumerate(runs)]
 
 
-COMMANDS = {"probe": probe, "list": list_tasks, "reference": reference, "deliver": deliver}
+COMMANDS: dict[str, Callable[[argparse.Namespace, str], object]] = {
+    "probe": probe, "list": list_tasks, "reference": reference, "deliver": deliver}
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="appworld_worker", description="AppWorld side of the verifier audit")
     parser.add_argument("command", choices=sorted(COMMANDS))
     parser.add_argument("--root", required=True)

@@ -26,6 +26,8 @@ Each prints one JSON object on stdout (everything the harness itself prints goes
 Every ``result`` in ``details`` is cut to ``MAX_RESULT_CHARS`` of JSON after the verdict is made.
 """
 
+from __future__ import annotations  # the sandbox's python3 may predate ``X | None`` at run time
+
 import argparse
 import functools
 import json
@@ -34,6 +36,7 @@ import shlex
 import subprocess
 import sys
 import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -43,11 +46,11 @@ NOT_JUDGED = "agentbench: not judged here (the judge, if configured, runs in the
 MAX_RESULT_CHARS = 65536
 
 
-def _one_line(text, limit=300):
+def _one_line(text: object, limit: int = 300) -> str:
     return " ".join(str(text).split())[:limit]
 
 
-def _within(path):
+def _within(path: str) -> bool:
     real = os.path.realpath(path)
     return any(real == root or real.startswith(root + "/") for root in (HOME, "/tmp"))
 
@@ -55,13 +58,14 @@ def _within(path):
 class Commands:
     """The Docker backend's ``CommandsClient``: ``bash -lc`` in ``/home/user``."""
 
-    def __init__(self, exc_type, result_type, handle_type):
+    def __init__(self, exc_type: Callable[..., BaseException], result_type: Callable[..., object],
+                 handle_type: Callable[..., object]) -> None:
         self.exc_type = exc_type
         self.result_type = result_type
         self.handle_type = handle_type
-        self.background = []
+        self.background: list[subprocess.Popen[bytes]] = []
 
-    def run(self, command, timeout=None, background=False):
+    def run(self, command: str, timeout: float | None = None, background: bool = False) -> object:
         prefix = f"export DBUS_SESSION_BUS_ADDRESS=${{DBUS_SESSION_BUS_ADDRESS:-{shlex.quote(DBUS)}}}; "
         argv = ["bash", "-lc", f"{prefix}{command}"]
         if background:
@@ -83,7 +87,7 @@ class Commands:
 class Files:
     """The Docker backend's ``FilesClient``, limited to the sandbox's writable folders."""
 
-    def write(self, path, data):
+    def write(self, path: str, data: str | bytes) -> None:
         if not _within(os.path.dirname(path) or "/"):
             raise PermissionError(f"{path} is outside /home/user and /tmp")
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -93,12 +97,12 @@ class Files:
         with open(path, "wb") as handle:
             handle.write(payload)
 
-    def read(self, path, format="text"):
+    def read(self, path: str, format: str = "text") -> str | bytes:
         with open(path, "rb") as handle:
             data = handle.read()
         return data if format in ("bytes", "binary") else data.decode()
 
-    def remove(self, path):
+    def remove(self, path: str) -> None:
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -108,20 +112,20 @@ class Files:
 class Box:
     backend_name = "agentbench-bwrap"
 
-    def __init__(self, base):
+    def __init__(self, base: types.ModuleType) -> None:
         self.commands = Commands(base.CommandExitException, base.CommandResult, base.BackgroundCommandHandle)
         self.files = Files()
 
-    def screenshot(self):
+    def screenshot(self) -> bytes:
         raise RuntimeError("no screenshot from the grading sandbox")
 
-    def kill(self):
+    def kill(self) -> None:
         for proc in self.commands.background:
             if proc.poll() is None:
                 proc.kill()
 
 
-def _cut(result):
+def _cut(result: object) -> Any:
     try:
         text = json.dumps(result, default=str)
     except (TypeError, ValueError):
@@ -131,7 +135,7 @@ def _cut(result):
     return {"agentbench_truncated": text[:MAX_RESULT_CHARS]}
 
 
-def setup(request, box):
+def setup(request: dict[str, Any], box: Box) -> dict[str, Any]:
     import evaluation.runtime.sandbox_session as ss
     from evaluation.apps.base import AppContext
     from evaluation.apps.registry import get_app_spec
@@ -162,7 +166,7 @@ def setup(request, box):
     return out
 
 
-def verify(request, box):
+def verify(request: dict[str, Any], box: Box) -> dict[str, Any]:
     import evaluation.runtime.verification as ver
     from evaluation.apps.registry import get_app_spec
 
@@ -202,7 +206,7 @@ def verify(request, box):
     return {"passed": passed, "total": total, "details": clean, "save": saved, "error": None}
 
 
-def launch(request, box):
+def launch(request: dict[str, Any], box: Box) -> dict[str, Any]:
     from evaluation.apps.base import AppContext
     from evaluation.apps.registry import get_app_spec
 
@@ -212,7 +216,7 @@ def launch(request, box):
     return {"command": spec.build_launch_command(ctx), "error": None}
 
 
-def _not_dumpable():
+def _not_dumpable() -> None:
     """Keep the sandbox's other processes (the verifiers, code an end state put in ~/.profile,
     which ``bash -l`` runs) from attaching to this one: same-uid ptrace needs a dumpable target."""
     try:
@@ -224,7 +228,7 @@ def _not_dumpable():
         pass
 
 
-def main():
+def main() -> None:
     _not_dumpable()
     parser = argparse.ArgumentParser()
     parser.add_argument("--checkout", required=True)

@@ -47,7 +47,12 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # annotations only: at run time Playwright may be absent or a placeholder
+    from playwright.sync_api import Browser
 
 #: Bound on what is reported back (log lines, request records, text fields).
 MAX_RECORDS = 200
@@ -127,7 +132,8 @@ class MissingFinder(importlib.abc.MetaPathFinder):
             frame = frame.f_back
         return False
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(self, fullname: str, path: object = None,
+                  target: object = None) -> importlib.machinery.ModuleSpec | None:
         top = fullname.partition(".")[0]
         if top == "desktop_env":
             return None
@@ -174,7 +180,8 @@ class Traffic:
         original = requests.sessions.Session.request
         traffic = self
 
-        def request(session, method, url, *args, **kwargs):
+        def request(session: requests.sessions.Session, method: str, url: str | bytes, *args: Any,
+                    **kwargs: Any) -> requests.Response:
             url = traffic.rewrite(str(url))
             try:
                 response = original(session, method, url, *args, **kwargs)
@@ -197,7 +204,7 @@ class Traffic:
             return
         connect = BrowserType.connect_over_cdp
 
-        def connect_over_cdp(self, endpoint_url, *args, **kwargs):
+        def connect_over_cdp(self: BrowserType, endpoint_url: str, *args: Any, **kwargs: Any) -> Browser:
             return connect(self, traffic.rewrite(str(endpoint_url)), *args, **kwargs)
 
         BrowserType.connect_over_cdp = connect_over_cdp  # type: ignore[method-assign]
@@ -217,12 +224,13 @@ class LogTail(logging.Handler):
 
 
 # -- scoring ---------------------------------------------------------------------------------------
-def _wrap(fn, name: str, kind: str, calls: list[dict[str, object]]):
+def _wrap(fn: Callable[..., object] | None, name: str, kind: str,
+          calls: list[dict[str, object]]) -> Callable[..., object] | None:
     """Record what one upstream metric or getter returned or raised; never change it."""
     if fn is None:
         return None
 
-    def recorded(*args, **kwargs):
+    def recorded(*args: object, **kwargs: object) -> object:
         entry: dict[str, object] = {"kind": kind, "name": name}
         calls.append(entry)
         try:
@@ -241,7 +249,8 @@ def _wrap(fn, name: str, kind: str, calls: list[dict[str, object]]):
     return recorded
 
 
-def _wrap_all(value, kind: str, calls: list[dict[str, object]]):
+def _wrap_all(value: Any, kind: str,
+              calls: list[dict[str, object]]) -> Callable[..., object] | list[Callable[..., object] | None] | None:
     if isinstance(value, list):
         return [_wrap(v, getattr(v, "__name__", kind), kind, calls) for v in value]
     return _wrap(value, getattr(value, "__name__", kind), kind, calls)
@@ -273,9 +282,9 @@ def score(client_dir: str, job: dict[str, object]) -> dict[str, object]:
     traffic.install()
     started = time.monotonic()
     try:
-        from desktop_env.controllers.python import PythonController  # type: ignore[import-not-found]
-        from desktop_env.controllers.setup import SetupController  # type: ignore[import-not-found]
-        from desktop_env.envs.desktop_env import DesktopEnv  # type: ignore[import-not-found]
+        from desktop_env.controllers.python import PythonController
+        from desktop_env.controllers.setup import SetupController
+        from desktop_env.envs.desktop_env import DesktopEnv
     except Exception as exc:  # noqa: BLE001 - reported, with the traceback's last lines
         return finish(problem=f"upstream's evaluator code does not import: {type(exc).__name__}: {exc}",
                       traceback=_clip(traceback.format_exc(), 4000))
@@ -322,7 +331,7 @@ def score(client_dir: str, job: dict[str, object]) -> dict[str, object]:
 
     setup = env.setup_controller.setup
 
-    def postconfig(config):
+    def postconfig(config: object) -> object:
         traffic.phase = "postconfig"
         try:
             return setup(config)
@@ -345,8 +354,8 @@ def score(client_dir: str, job: dict[str, object]) -> dict[str, object]:
                   score_repr=_clip(repr(value), 200), infrastructure=traffic.problems)
 
 
-def run_setup(setup_controller, vm_ip: str, server_url: str, cache_dir: str, steps: object,
-              traffic: Traffic, finish) -> dict[str, object]:
+def run_setup(setup_controller: Callable[..., Any], vm_ip: str, server_url: str, cache_dir: str, steps: object,
+              traffic: Traffic, finish: Callable[..., dict[str, object]]) -> dict[str, object]:
     """Run setup steps with upstream's ``SetupController`` (for step types the harness does not
     implement itself). Failures upstream logs are reported as warnings; what it raises, as raised."""
     os.makedirs(cache_dir, exist_ok=True)
@@ -357,7 +366,8 @@ def run_setup(setup_controller, vm_ip: str, server_url: str, cache_dir: str, ste
     try:
         controller.setup(steps)
     except BaseException as exc:  # noqa: BLE001
-        return finish(raised=_clip(f"{type(exc).__name__}: {exc}", 1000), traceback=_clip(traceback.format_exc(), 4000))
+        return finish(raised=_clip(f"{type(exc).__name__}: {exc}", 1000),
+                      traceback=_clip(traceback.format_exc(), 4000))
     return finish(setup_done=True)
 
 
