@@ -39,12 +39,12 @@ STATUSES = ("started", "success", "cancelled", "error")
 #: Terminal actions end the episode and are never executed: no tool call, no tool result.
 TERMINAL = ("done", "fail", "answer", "error")
 
-TrajectorySource = Callable[[Mapping[str, Any]], Mapping[str, Any] | None] | str | os.PathLike | None
+TrajectorySource = Callable[[Mapping[str, Any]], Mapping[str, Any] | None] | str | os.PathLike[str] | None
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 
 
-def check_path(value: str | os.PathLike) -> Path:
+def check_path(value: str | os.PathLike[str]) -> Path:
     """Validate an ``--bench-inspect-log`` value before the run starts; returns it as a Path.
 
     A path ending in ``.json`` is the log file; anything else is a directory for a timestamp-named
@@ -59,7 +59,8 @@ def check_path(value: str | os.PathLike) -> Path:
     if path.suffix.lower() == ".json" and path.is_dir():
         return path
     if path.suffix.lower() != ".json" and path.exists() and not path.is_dir():
-        raise ValueError(f"--bench-inspect-log {text} is an existing file that is not .json; give a .json file or a directory")
+        raise ValueError(f"--bench-inspect-log {text} is an existing file that is not .json; "
+                         "give a .json file or a directory")
     return path
 
 
@@ -73,7 +74,7 @@ def log_file_name(created: str, task: str, task_id: str) -> str:
 
 
 def write_inspect_log(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     summary: Mapping[str, Any] | None,
     records: Iterable[Mapping[str, Any]],
     trajectories: TrajectorySource = None,
@@ -176,7 +177,8 @@ def build_log(
 
 def _sample(record: Mapping[str, Any], sample_id: str, epoch: int, model: str,
             trajectory: Mapping[str, Any] | None, tasks: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Any]:
-    task = dict((trajectory or {}).get("task") or tasks.get((str(record.get("benchmark")), str(record.get("task_id")))) or {})
+    task = dict((trajectory or {}).get("task")
+                or tasks.get((str(record.get("benchmark")), str(record.get("task_id")))) or {})
     instruction = str(task.get("instruction") or record.get("instruction") or "")
     spec = task.get("evaluation_spec")
     steps = list((trajectory or {}).get("steps") or [])
@@ -293,7 +295,8 @@ def _sample_ids(records: list[Mapping[str, Any]]) -> list[tuple[str, int]]:
     task_ids = [str(r.get("task_id") or r.get("nodeid") or i) for i, r in enumerate(records)]
     keys = {(str(r.get("benchmark")), t) for r, t in zip(records, task_ids, strict=True)}
     if len({t for _, t in keys}) < len(keys):
-        task_ids = [str(r.get("nodeid") or f"{r.get('benchmark')}::{t}") for r, t in zip(records, task_ids, strict=True)]
+        task_ids = [str(r.get("nodeid") or f"{r.get('benchmark')}::{t}")
+                    for r, t in zip(records, task_ids, strict=True)]
     seen: dict[str, int] = {}
     out = []
     for record, sample_id in zip(records, task_ids, strict=True):

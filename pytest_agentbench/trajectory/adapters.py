@@ -91,7 +91,8 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
             tool_calls = message.get("tool_calls") or []
             legacy = _as_dict(message.get("function_call"))
             if not isinstance(tool_calls, (list, tuple)):
-                raise TraceFormatError(f"OpenAI messages[{index}].tool_calls must be a list, got {type(tool_calls).__name__}")
+                raise TraceFormatError(f"OpenAI messages[{index}].tool_calls must be a list, "
+                                       f"got {type(tool_calls).__name__}")
             if tool_calls or legacy:
                 if text:
                     add(type="thought", content=text)
@@ -287,8 +288,9 @@ def _llm_text(outputs: Any) -> str:
             first = generations[0]
             if isinstance(first, list) and first:
                 first = first[0]
-            if isinstance(first, Mapping) and isinstance(first.get("text"), str):
-                return first["text"]
+            text = first.get("text") if isinstance(first, Mapping) else None
+            if isinstance(text, str):
+                return text
     return ""
 
 
@@ -402,12 +404,14 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
             import zstandard
         except ImportError:
             raise TraceFormatError(
-                f"{path} is zstd-compressed and reading it needs the zstandard package: pip install zstandard") from None
+                f"{path} is zstd-compressed and reading it needs the zstandard package: "
+                "pip install zstandard") from None
         data = _zstd_frames(zstandard, data, path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"{path}: neither zstd-compressed nor UTF-8 JSON lines ({exc.reason} at byte {exc.start})") from None
+        raise TraceFormatError(f"{path}: neither zstd-compressed nor UTF-8 JSON lines "
+                               f"({exc.reason} at byte {exc.start})") from None
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -507,7 +511,8 @@ def _fixtura_step(event: dict[str, Any], where: str, number: int, divergent: boo
         if event.get("input_tokens") is not None or event.get("output_tokens") is not None:
             tokens = {"input": event.get("input_tokens") or 0, "output": event.get("output_tokens") or 0}
         return TraceStep(type="thought",
-                         content=f"PROMPT:\n{event.get('prompt') or ''}\n\nCOMPLETION:\n{event.get('completion') or ''}",
+                         content=(f"PROMPT:\n{event.get('prompt') or ''}\n\n"
+                                  f"COMPLETION:\n{event.get('completion') or ''}"),
                          tokens=tokens, finish_reason=_str_or_none(event.get("finish_reason")),
                          provider=_str_or_none(event.get("provider")), model=_str_or_none(event.get("model")), **common)
     if kind == "tool_call":
@@ -528,10 +533,12 @@ def _fixtura_step(event: dict[str, Any], where: str, number: int, divergent: boo
         elif decision == "allowed":
             error, denied = None, False
         else:
-            raise TraceFormatError(f"{where}: unknown permission_decision {decision!r} (allowed, denied or validation_error)")
+            raise TraceFormatError(f"{where}: unknown permission_decision {decision!r} "
+                                   "(allowed, denied or validation_error)")
         return TraceStep(type="tool_call", content="", tool_name=name, tool_args=arguments,
                          tool_result=None if denied else event.get("response"), error=error, denied=denied, **common)
-    raise TraceFormatError(f"{where}: unknown event_type {kind!r} (Fixtura writes trace_header, llm_call and tool_call)")
+    raise TraceFormatError(f"{where}: unknown event_type {kind!r} "
+                           "(Fixtura writes trace_header, llm_call and tool_call)")
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -592,14 +599,16 @@ def from_run_record(record: str | Path | Mapping[str, Any], *, where: str = "run
             "step_id": len(steps) + 1, "latency_ms": seconds * 1000 if seconds is not None else None,
             "source_id": str(raw.get("index", index)),
             "model": _str_or_none(usage.get("model")) if usage else None,
-            "tokens": {"input": usage.get("input_tokens") or 0, "output": usage.get("output_tokens") or 0} if usage else None,
+            "tokens": ({"input": usage.get("input_tokens") or 0, "output": usage.get("output_tokens") or 0}
+                       if usage else None),
         }
         if kind in TERMINAL_ACTIONS:
             answer = action.get("answer")
             if kind == "answer" and isinstance(answer, str):
                 final_output = answer
             steps.append(TraceStep(type="output", content=answer if isinstance(answer, str) and answer else kind,
-                                   error=(action.get("reason") or kind) if kind in ("fail", "error") else None, **common))
+                                   error=(action.get("reason") or kind) if kind in ("fail", "error") else None,
+                                   **common))
             continue
         args = {key: value for key, value in action.items() if key not in ("type", "reason") and value is not None}
         steps.append(TraceStep(type="tool_call", content=str(reasoning), tool_name=kind, tool_args=args, **common))

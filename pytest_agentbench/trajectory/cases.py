@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,8 @@ def read_case_file(path: Path) -> CaseFile:
     try:
         text = _read_text(path, CaseSyntaxError)
     except UnicodeDecodeError as exc:
-        raise CaseSyntaxError(f"{shown(path)}: not UTF-8 text (byte {exc.start}); save the case file as UTF-8 JSON") from None
+        raise CaseSyntaxError(f"{shown(path)}: not UTF-8 text (byte {exc.start}); "
+                              "save the case file as UTF-8 JSON") from None
     except OSError as exc:
         raise CaseSyntaxError(f"{shown(path)}: cannot read the case file: {exc.strerror or exc}") from None
     try:
@@ -389,7 +391,7 @@ def _read_run_record(path: Path, case: Case, data: Any) -> Trace:
     return _adapt(path, from_run_record, data, where=shown(path))
 
 
-def _adapt(path: Path, adapter: Any, *args: Any, **kwargs: Any) -> Trace:
+def _adapt(path: Path, adapter: Callable[..., Trace], *args: Any, **kwargs: Any) -> Trace:
     """Call an adapter; its complaints about the file become this case's error. The adapters'
     own errors (TraceFormatError) already name the file and the bad part."""
     try:

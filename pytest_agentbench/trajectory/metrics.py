@@ -115,13 +115,16 @@ _NO_EXPECTED_CALLS = ("the test case expects no tool calls (an empty list cannot
                       "'not specified'; use max_steps: 0 to forbid tool calls)")
 _TOOL_SELECTION_NONE = not_evaluated(TOOL_SELECTION, _NO_EXPECTED_CALLS)
 _ARGUMENTS_NONE = not_evaluated(ARGUMENT_CORRECTNESS, _NO_EXPECTED_CALLS)
-_STEPS_NONE = not_evaluated(STEP_EFFICIENCY, "the test case has no expected tool calls, no max_steps and no timeout_seconds")
+_STEPS_NONE = not_evaluated(STEP_EFFICIENCY,
+                            "the test case has no expected tool calls, no max_steps and no timeout_seconds")
 _GOAL_NONE = not_evaluated(GOAL_COMPLETION, "the test case has no expected_final_state and no expected_output_contains")
 _DENIAL_NONE = not_evaluated(DENIAL_RECOVERY, "no tool call was denied")
 _DIVERGENCE_UNCHECKED = not_evaluated(
-    DIVERGENCE, f"the trace was not checked for divergence (no step is marked divergent and metadata['{DIVERGENCE_CHECKED}'] is not true)")
+    DIVERGENCE, "the trace was not checked for divergence (no step is marked divergent and "
+                f"metadata['{DIVERGENCE_CHECKED}'] is not true)")
 _DIVERGENCE_EMPTY = not_evaluated(DIVERGENCE, "the trace has no steps")
-_FRESHNESS_NONE = not_evaluated(FIXTURE_FRESHNESS, "the trace was not checked for drift (no fingerprint metadata present)")
+_FRESHNESS_NONE = not_evaluated(FIXTURE_FRESHNESS,
+                                "the trace was not checked for drift (no fingerprint metadata present)")
 _FRESHNESS_NO_VERDICT = not_evaluated(
     FIXTURE_FRESHNESS, "the trace has a fingerprint but no drift verdict; run `fixtura check-drift TRACE` and pass "
                        "its verdict as metadata['verdict']")
@@ -163,9 +166,9 @@ class _Expected:
     __slots__ = ("by_tool", "calls", "counts", "problem")
 
     def __init__(self, case: TestCase) -> None:
-        self.calls: list[tuple[str, dict]] = []  # (tool, args); args missing or null: {}
+        self.calls: list[tuple[str, dict[str, object]]] = []  # (tool, args); args missing or null: {}
         self.counts: dict[str, int] = {}  # tool -> how many calls expected
-        self.by_tool: dict[str, list[dict]] = {}  # tool -> the args of each expected call
+        self.by_tool: dict[str, list[dict[str, object]]] = {}  # tool -> the args of each expected call
         self.problem: str | None = None
         calls = case.expected_tool_calls
         if isinstance(calls, list):
@@ -242,7 +245,7 @@ def _tool_selection(trace: Trace, case: TestCase, expected: _Expected) -> Metric
 # -- 2. Argument Correctness ------------------------------------------------------------------
 
 
-def _matches(expected: dict, actual: object) -> int:
+def _matches(expected: dict[str, object], actual: object) -> int:
     """How many expected arguments the actual ones match: the key must be present (an expected
     null does not match a missing key) and the value equal as JSON."""
     if not isinstance(actual, dict):
@@ -255,7 +258,7 @@ def _matches(expected: dict, actual: object) -> int:
     return n
 
 
-def _best_pairing(expected: list[dict], actual: list[object]) -> list[tuple[dict, object]]:
+def _best_pairing(expected: list[dict[str, object]], actual: list[object]) -> list[tuple[dict[str, object], object]]:
     """Pair each expected call with a distinct actual call of the same tool so that the most
     arguments match (weight: the share of a call's expected arguments matched). Exact for up to
     10 calls on the larger side; beyond that greedy, best pairs first."""
@@ -364,10 +367,11 @@ def _argument_correctness(trace: Trace, case: TestCase, expected: _Expected) -> 
                         calls.append(step.tool_args)
     if not best and not made:
         return not_evaluated(ARGUMENT_CORRECTNESS,
-                             f"none of the {len(expected.calls)} expected tool calls was made (Tool Selection counts them)")
+                             f"none of the {len(expected.calls)} expected tool calls was made "
+                             "(Tool Selection counts them)")
     paired = len(best)
     total = correct = 0
-    short: list[tuple[str, dict, object]] | None = None  # (tool, expected args, actual args)
+    short: list[tuple[str, dict[str, object], object]] | None = None  # (tool, expected args, actual args)
     for tool, (n, actual) in best.items():
         args = by_tool[tool][0]
         if args:
@@ -399,7 +403,7 @@ def _argument_correctness(trace: Trace, case: TestCase, expected: _Expected) -> 
     return _result(ARGUMENT_CORRECTNESS, correct / total, details)
 
 
-def _mismatches(short: list[tuple[str, dict, object]]) -> str:
+def _mismatches(short: list[tuple[str, dict[str, object], object]]) -> str:
     """The failure details' list of wrong or missing arguments (only built when some are)."""
     wrong: list[str] = []
     odd: list[str] = []
@@ -455,9 +459,11 @@ def _step_efficiency(trace: Trace, case: TestCase, expected_calls: _Expected) ->
     max_steps = case.max_steps
     timeout = case.timeout_seconds
     if max_steps is not None and (type(max_steps) is not int or max_steps < 0):
-        return not_evaluated(STEP_EFFICIENCY, f"test case: max_steps must be a whole number >= 0 or null, got {max_steps!r}")
+        return not_evaluated(STEP_EFFICIENCY,
+                             f"test case: max_steps must be a whole number >= 0 or null, got {max_steps!r}")
     if timeout is not None and (type(timeout) not in (int, float) or not timeout > 0):
-        return not_evaluated(STEP_EFFICIENCY, f"test case: timeout_seconds must be a number > 0 or null, got {timeout!r}")
+        return not_evaluated(STEP_EFFICIENCY,
+                             f"test case: timeout_seconds must be a number > 0 or null, got {timeout!r}")
     if not expected and max_steps is None and timeout is None:
         return _STEPS_NONE
     taken = 0
@@ -508,7 +514,8 @@ def goal_completion(trace: Trace, case: TestCase) -> MetricResult:
     expected = case.expected_final_state
     contains = case.expected_output_contains
     if not isinstance(expected, dict):
-        return not_evaluated(GOAL_COMPLETION, f"test case: expected_final_state must be an object, got {type(expected).__name__}")
+        return not_evaluated(GOAL_COMPLETION,
+                             f"test case: expected_final_state must be an object, got {type(expected).__name__}")
     if not isinstance(contains, list) or not all(isinstance(s, str) for s in contains):
         return not_evaluated(GOAL_COMPLETION, "test case: expected_output_contains must be a list of strings")
     if not expected and not contains:
@@ -625,7 +632,8 @@ def fixture_freshness(trace: Trace, case: TestCase) -> MetricResult:
                        "DRIFTED: Fixture fingerprint has drifted from current agent spec (genuine drift regression).")
     if word == "UNVERIFIED":
         return _result(FIXTURE_FRESHNESS, 0.0,
-                       "UNVERIFIED: check-drift could not verify the fixture against the agent spec (test setup or config issue).")
+                       "UNVERIFIED: check-drift could not verify the fixture against the agent spec "
+                       "(test setup or config issue).")
     return _result(FIXTURE_FRESHNESS, 0.0,
                    f"UNVERIFIED: unknown drift verdict {str(verdict)[:60]!r} (expected PASS, DRIFTED or UNVERIFIED).")
 
