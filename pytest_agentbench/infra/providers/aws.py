@@ -203,7 +203,8 @@ class AWSProvider(Provider):
         try:
             return self._session.client("ec2", region_name=region, config=config)
         except sdk.exc.BotoCoreError as exc:  # e.g. InvalidRegionError for "eu west 1"
-            raise _fail(f"cannot use AWS region {region!r} ({shorten(exc, 400)}); choose one with --pool-region") from exc
+            raise _fail(f"cannot use AWS region {region!r} ({shorten(exc, 400)}); "
+                        "choose one with --pool-region") from exc
 
     @contextmanager
     def _aws(self, action: str, region: str | None = None) -> Iterator[None]:
@@ -291,7 +292,7 @@ class AWSProvider(Provider):
     def _describe_image(self, image: str) -> dict[str, Any]:
         try:
             with self._aws(f"look up AMI {image!r}"):
-                images = self._ec2().describe_images(ImageIds=[image]).get("Images", [])
+                images: list[dict[str, Any]] = self._ec2().describe_images(ImageIds=[image]).get("Images", [])
         except ProviderError as exc:
             if cause_code(exc).startswith("InvalidAMIID"):
                 raise self._image_missing(image) from exc.__cause__
