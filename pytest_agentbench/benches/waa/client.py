@@ -36,7 +36,7 @@ import logging
 import re
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
@@ -125,14 +125,15 @@ def parse_accessibility(xml_text: str) -> dict[str, Any]:
     return convert(ET.fromstring(xml_text))
 
 
-def _walk(node: dict[str, Any]):
+def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("children", []):
         yield from _walk(child)
 
 
 def _node_title(node: dict[str, Any]) -> str | None:
-    return node["attrs"].get("name") or node["attrs"].get("title")
+    attrs: dict[str, str] = node["attrs"]  # XML attribute values (parse_accessibility)
+    return attrs.get("name") or attrs.get("title")
 
 
 #: State attributes that mark the foreground window: Windows UIA as upstream's server emits it marks
@@ -323,7 +324,8 @@ class WAAClient:
                     raise InfrastructureError(
                         f"setup step {index} ({kind}) needs upstream's SetupController: point --waa-upstream "
                         "at your WAA checkout")
-                raise ValueError(f"setup step {index} has unknown type {kind!r} (known: {', '.join(sorted(SETUP_TYPES))})")
+                raise ValueError(f"setup step {index} has unknown type {kind!r} "
+                                 f"(known: {', '.join(sorted(SETUP_TYPES))})")
             getattr(self, f"_setup_{kind}")(**params)
 
     def _post(self, path: str, payload: dict[str, Any], *, idempotent: bool = True,
@@ -360,7 +362,8 @@ class WAAClient:
     def _setup_sleep(self, seconds: float) -> None:
         self.sleep(float(seconds))
 
-    def run_command(self, command: list[str] | str, shell: Any = False, *, endpoint: str = "/execute") -> dict[str, Any]:
+    def run_command(self, command: list[str] | str, shell: Any = False, *,
+                    endpoint: str = "/execute") -> dict[str, Any]:
         """POST a command to ``/execute`` (or ``/setup/execute``); return ``{output, error, returncode}``.
         A refused command (HTTP 500: the program does not exist, or it timed out) is an error here."""
         response = self._expect_ok(self._command(command, shell, endpoint), f"{endpoint} {command!r}")
@@ -591,7 +594,8 @@ class WAAClient:
             return code
         if kind == "key":
             assert action.key is not None
-            parts = [normalise_key(p) for p in action.key.split("+")] if "+" in action.key.strip("+") else [normalise_key(action.key)]
+            parts = ([normalise_key(p) for p in action.key.split("+")] if "+" in action.key.strip("+")
+                     else [normalise_key(action.key)])
             if len(parts) > 1:
                 return f"pyautogui.hotkey({', '.join(repr(p) for p in parts)})"
             return f"pyautogui.press({parts[0]!r})"
@@ -665,11 +669,14 @@ class WAAClient:
             # The WAA server itself answers unknown routes with 500 {"message": "404 Not Found..."}.
             raise InfrastructureError(f"no evaluate server at {url} (HTTP {response.status_code}: it has no /evaluate; "
                                       "the WAA server is not an evaluate server)")
-        reason = str(body.get("reason") or body.get("message") or body.get("error") or "") if isinstance(body, dict) else ""
+        reason = (str(body.get("reason") or body.get("message") or body.get("error") or "")
+                  if isinstance(body, dict) else "")
         if response.status_code != 200:
             if response.status_code >= 500 and not isinstance(body, dict):
-                raise InfrastructureError(f"evaluate server {url} failed: HTTP {response.status_code}: {response.text[:200]}")
-            raise EvaluationError(f"evaluate server could not score: HTTP {response.status_code}: {reason or response.text[:200]}")
+                raise InfrastructureError(f"evaluate server {url} failed: HTTP {response.status_code}: "
+                                          f"{response.text[:200]}")
+            raise EvaluationError(f"evaluate server could not score: HTTP {response.status_code}: "
+                                  f"{reason or response.text[:200]}")
         if not isinstance(body, dict):
             raise EvaluationError(f"evaluate server replied with non-JSON or non-object: {response.text[:200]!r}")
         if body.get("scored") is False or body.get("error_type") in ("evaluation", "infrastructure"):
@@ -682,7 +689,8 @@ class WAAClient:
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= float(score) <= 1.0:
             raise EvaluationError(f"evaluate server returned an invalid score {score!r}")
         metrics = body.get("metrics") or []
-        per = [(str(m.get("metric") or m.get("func")), float(m.get("score", 0.0))) for m in metrics if isinstance(m, dict)]
+        per = [(str(m.get("metric") or m.get("func")), float(m.get("score", 0.0)))
+               for m in metrics if isinstance(m, dict)]
         return self._verdict(float(score), reason or f"score {float(score):g}", per)
 
     @staticmethod

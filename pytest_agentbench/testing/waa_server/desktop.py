@@ -101,7 +101,8 @@ def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
 
     row = b"\x00" + bytes(rgb) * width
     ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + b"\x08\x02\x00\x00\x00"
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(row * height, 1)) + chunk(b"IEND", b"")
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(row * height, 1))
+            + chunk(b"IEND", b""))
 
 
 class NotSimulated(Exception):
@@ -203,6 +204,7 @@ class SimulatedDesktop:
         return None
 
     def _match_window(self, name: str, strict: bool) -> dict[str, Any] | None:
+        window: dict[str, Any]  # mypy: reversed() of a list of dict[str, Any] matches two overloads, so Any
         for window in reversed(self.windows):
             if (window["title"] == name) if strict else (name.lower() in window["title"].lower()):
                 return window
@@ -301,7 +303,8 @@ class SimulatedDesktop:
         name = dialog["field"].strip().strip('"')
         if not name or "*" in name:
             return
-        path = winpath(name) if re.match(r"^[A-Za-z]:[\\/]|^~|^%", name) else winpath(ntpath.join(dialog["folder"], name))
+        path = (winpath(name) if re.match(r"^[A-Za-z]:[\\/]|^~|^%", name)
+                else winpath(ntpath.join(dialog["folder"], name)))
         if "." not in ntpath.basename(path):
             path += ".txt"
         if not self.folder_exists(ntpath.dirname(path)):
@@ -454,7 +457,8 @@ class SimulatedDesktop:
     def open_path(self, path: str) -> dict[str, Any]:
         """Open a folder in Explorer, a ``.txt`` in Notepad, anything else as a titled window."""
         if self.folder_exists(path):
-            return self._open_window({"kind": "explorer", "title": ntpath.basename(winpath(path)), "path": winpath(path)})
+            return self._open_window({"kind": "explorer", "title": ntpath.basename(winpath(path)),
+                                      "path": winpath(path)})
         if self.read_file(path) is None:
             raise FileNotFoundError(path)
         if winpath(path).lower().endswith(".txt"):
