@@ -16,13 +16,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.agents.replay import banner
 from pytest_agentbench.benches.mockmed.arms import (
     ARMS,
     GOLD_NOTE,
     GOLD_PATIENT,
     GOLD_TYPE,
     CompiledReplay,
-    banner,
     record_workflow,
     script_by_name,
     script_by_position,
@@ -88,7 +88,8 @@ class MockMedBenchmark(Benchmark):
                         raw["expect_fail"] = (f"the {arm} script finds buttons by label, and {condition} "
                                               "renames them: it is expected to stop before writing")
                     tasks.append(Task(
-                        task_id=f"{condition}-{arm}-run{run}", domain=condition, benchmark=self.name, time_limit_steps=30,
+                        task_id=f"{condition}-{arm}-run{run}", domain=condition, benchmark=self.name,
+                        time_limit_steps=30,
                         instruction=f"Record a {GOLD_TYPE} encounter for Jane Sample with the note {GOLD_NOTE!r}.",
                         tags=[arm], raw_config=raw))
         return tasks
@@ -199,7 +200,8 @@ class MockMedBenchmark(Benchmark):
         right = [r for r in records if r not in wrong]
         criteria = [
             Criterion(name="exactly one new record", passed=len(records) == 1, actual=len(records)),
-            Criterion(name="right patient", passed=bool(records) and all(r["patient_id"] == GOLD_PATIENT for r in records),
+            Criterion(name="right patient",
+                      passed=bool(records) and all(r["patient_id"] == GOLD_PATIENT for r in records),
                       actual=[r["patient_id"] for r in records]),
             Criterion(name="right type", passed=bool(records) and all(r["type"] == GOLD_TYPE for r in records),
                       actual=[r["type"] for r in records]),

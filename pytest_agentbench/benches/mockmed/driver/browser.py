@@ -247,7 +247,8 @@ class PlaywrightDriver:
 
     def accessibility_tree(self) -> dict[str, Any]:
         self._ensure()
-        return self.page.evaluate(_TREE_JS)
+        tree: dict[str, Any] = self.page.evaluate(_TREE_JS)  # evaluate() returns the JSON value, Any
+        return tree
 
     def observe(self) -> Observation:
         self._ensure()
@@ -275,9 +276,14 @@ class PlaywrightDriver:
       if (!el) return "none";
       const t = el.closest("a[href],button,input,textarea,label,select");
       if (!t) return "none";
-      if (t.tagName === "A") { const h = t.getAttribute("href") || ""; return (h && !h.startsWith("#")) ? "nav" : "none"; }
-      if (t.tagName === "BUTTON") return ((t.getAttribute("type") || "submit").toLowerCase() === "submit" && t.form) ? "nav" : "none";
-      if (t.tagName === "INPUT" && ["submit","image"].includes((t.type || "").toLowerCase())) return t.form ? "nav" : "none";
+      if (t.tagName === "A") {
+        const h = t.getAttribute("href") || "";
+        return (h && !h.startsWith("#")) ? "nav" : "none";
+      }
+      if (t.tagName === "BUTTON")
+        return ((t.getAttribute("type") || "submit").toLowerCase() === "submit" && t.form) ? "nav" : "none";
+      if (t.tagName === "INPUT" && ["submit","image"].includes((t.type || "").toLowerCase()))
+        return t.form ? "nav" : "none";
       return "none";
     }
     """

@@ -117,7 +117,8 @@ class HeadlessDriver:
     # -- observing --------------------------------------------------------------------------------
     def _tree(self) -> tuple[dict[str, Any], TreeBuilder]:
         page = self._ensure()
-        key: _TreeKey = (id(page), self._scroll, tuple((el.value, el.checked) for el in page.elements if is_control(el)))
+        key: _TreeKey = (id(page), self._scroll,
+                         tuple((el.value, el.checked) for el in page.elements if is_control(el)))
         if self._tree_cache is not None and self._tree_cache[0] == key:
             return self._tree_cache[1], self._tree_cache[2]
         builder = TreeBuilder(page.root, self._scroll)

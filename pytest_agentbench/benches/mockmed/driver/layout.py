@@ -59,7 +59,9 @@ class Layout:
 
     @staticmethod
     def _line_height(style: dict[str, Any]) -> float:
-        return round(style.get("size", 15) * style.get("line", 1.45))
+        size: float = style.get("size", 15)  # the style's values are numbers (Any to mypy)
+        line: float = style.get("line", 1.45)
+        return round(size * line)
 
     # -- intrinsic widths -------------------------------------------------------------------------
     def _max_content(self, el: Element) -> float:
@@ -75,7 +77,8 @@ class Layout:
             el._mc = 200.0
             return el._mc
         display = st["display"]
-        kids = [c for c in el.children if not (isinstance(c, Element) and c.style.get("display") in ("none", "overlay"))]
+        kids = [c for c in el.children
+                if not (isinstance(c, Element) and c.style.get("display") in ("none", "overlay"))]
         if display == "flex":
             items = [c for c in kids if isinstance(c, Element)]
             inner = sum(self._max_content(c) for c in items) + st.get("gap", 0) * max(0, len(items) - 1)
@@ -119,8 +122,10 @@ class Layout:
         st = el.style
         if st["display"] in ("none", "overlay"):
             return 0.0
-        mt, mb = st.get("mt", 0), st.get("mb", 0)
-        t, r, b, left = st.get("pad", (0, 0, 0, 0))
+        mt: float = st.get("mt", 0)  # the style's values are numbers (Any to mypy)
+        mb: float = st.get("mb", 0)
+        pad: tuple[float, float, float, float] = st.get("pad", (0, 0, 0, 0))
+        t, r, b, left = pad
         bw = self._bw(st)
         width = st.get("width")
         if isinstance(width, (int, float)):
