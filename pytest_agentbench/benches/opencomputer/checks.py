@@ -217,4 +217,5 @@ def load_judge(spec: str, rootdir: str | None = None) -> Judge:
         raise ValueError(f"cannot load --opencomputer-judge {spec!r}: {exc}") from None
     if not callable(target):
         raise LoadError(f"--opencomputer-judge {spec!r} is not callable (a {type(target).__name__})")
-    return target
+    judge: Judge = target  # import_callable returns Any; callable was just checked
+    return judge

@@ -166,7 +166,8 @@ def _check_verification(checks: Any, path: Path) -> None:
 
 def check_task_json(data: Any, path: Path) -> dict[str, Any]:
     """Raise ``OpenComputerTaskError`` unless ``data`` is a usable OpenComputer task."""
-    _check(isinstance(data, dict), path, f"the top level must be an object, got {type(data).__name__}")
+    if not isinstance(data, dict):
+        raise _error(path, f"the top level must be an object, got {type(data).__name__}")
     task_id = data.get("id")
     if not (isinstance(task_id, str) and task_id != ""):
         raise _error(path, f"'id' must be a non-empty string, got {_short(task_id)}")
