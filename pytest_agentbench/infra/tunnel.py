@@ -396,7 +396,7 @@ class _UnknownHostKey(Exception):
 def _reject_policy(paramiko: Any) -> Any:
     # paramiko is untyped, so the base class is Any: --strict (disallow_subclassing_any) rejects that,
     # the default mypy gate does not check it (hence unused-ignore).
-    class Reject(paramiko.MissingHostKeyPolicy):  # type: ignore[misc, unused-ignore]
+    class Reject(paramiko.MissingHostKeyPolicy):  # type: ignore[misc, unused-ignore]  # untyped base: see above
         def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
             raise _UnknownHostKey(hostname, key)
 
