@@ -23,6 +23,8 @@ PATIENTS: tuple[dict[str, str], ...] = (
 ENCOUNTER_TYPES = ("Triage", "Consult")
 #: The fields an encounter may have; anything else is an extra field (a wrong write).
 ENCOUNTER_FIELDS = ("id", "patient_id", "type", "note", "created_at")
+#: SQLite's name for a database that lives in memory (:meth:`Store.in_memory`).
+MEMORY = ":memory:"
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS patients (
@@ -49,22 +51,48 @@ class Store:
     says "saved" only once the record is on disk.
     """
 
-    def __init__(self, path: str | Path, *, durable: bool = True) -> None:
-        """``durable=False`` is for scratch stores that live only while a process reads them back
-        (ExtraDup's cells): commits are not synced to the disk, which only matters if the machine
-        loses power; every other connection still sees each commit at once."""
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        """``read_only=True`` opens an existing store to read it back (ExtraDup's evidence): nothing is
+        created or seeded, and a missing or unreadable file is a ``sqlite3`` error rather than a
+        fresh, empty store."""
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        if read_only:
+            self._db = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
-        if not durable:
-            self._db.execute("PRAGMA synchronous = OFF")
+        if read_only:
+            return
         try:
             with self._lock:
                 self._seed()
         except BaseException:
             self._db.close()
             raise
+
+    @classmethod
+    def in_memory(cls) -> Store:
+        """A seeded store that lives in memory until :meth:`save` writes it out as one file.
+
+        For scratch stores (ExtraDup's cells): their writes go through the same functions as the
+        app's, but cost no file, journal or sync per commit; the file is written once, whole."""
+        return cls(MEMORY)
+
+    def save(self, path: str | Path) -> None:
+        """Write the whole database to ``path`` as a SQLite file (replacing any file there). Not
+        synced to the disk: the file is for this process to read back, not the app's record."""
+        with self._lock:
+            serialize = getattr(self._db, "serialize", None)  # Python 3.11+
+            if serialize is not None:
+                Path(path).write_bytes(serialize())
+                return
+            Path(path).unlink(missing_ok=True)
+            target = sqlite3.connect(str(path))
+            try:
+                self._db.backup(target)
+            finally:
+                target.close()
 
     def _seed(self) -> None:
         """Create the tables and the patients unless they are there; an existing store is unchanged."""
