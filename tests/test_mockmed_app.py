@@ -380,9 +380,9 @@ def test_the_app_store_syncs_and_a_scratch_store_lives_in_memory_until_saved(tmp
     scratch = Store.in_memory()
     try:
         assert app_store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, sqlite's default
-        assert scratch._db.execute("PRAGMA database_list").fetchone()["file"] == ""  # in memory
         scratch.add_encounter("p1", "Triage", "seen")
         scratch.add_encounter("p2", "Consult", None, extra={"priority": "stat"})
+        assert [p.name for p in tmp_path.iterdir()] == ["app.sqlite3"]  # nothing on disk until saved
         scratch.save(tmp_path / "scratch.sqlite3")
         other = Store(tmp_path / "scratch.sqlite3")
         assert other.encounters() == scratch.encounters()

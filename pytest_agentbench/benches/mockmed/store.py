@@ -42,6 +42,11 @@ _SCHEMA = (
 )
 
 
+#: The seeded database :meth:`Store.in_memory` copies (made on first use).
+_template: Store | None = None
+_template_lock = threading.Lock()
+
+
 class Store:
     """A MockMed database file. Thread-safe for the app's threaded server (one lock).
 
@@ -51,10 +56,11 @@ class Store:
     says "saved" only once the record is on disk.
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, copy_of: Store | None = None) -> None:
         """``read_only=True`` opens an existing store to read it back (ExtraDup's evidence): nothing is
         created or seeded, and a missing or unreadable file is a ``sqlite3`` error rather than a
-        fresh, empty store."""
+        fresh, empty store. ``copy_of`` starts the (empty) database as a copy of that store's instead
+        of seeding it."""
         self.path = Path(path)
         self._lock = threading.Lock()
         if read_only:
@@ -66,7 +72,10 @@ class Store:
             return
         try:
             with self._lock:
-                self._seed()
+                if copy_of is None:
+                    self._seed()
+                else:
+                    copy_of._copy_to(self._db)
         except BaseException:
             self._db.close()
             raise
@@ -76,8 +85,21 @@ class Store:
         """A seeded store that lives in memory until :meth:`save` writes it out as one file.
 
         For scratch stores (ExtraDup's cells): their writes go through the same functions as the
-        app's, but cost no file, journal or sync per commit; the file is written once, whole."""
-        return cls(MEMORY)
+        app's, but cost no file, journal or sync per commit; the file is written once, whole. Each
+        is a copy of one seeded template, so the tables and patients are created once per process."""
+        global _template
+        with _template_lock:
+            if _template is None:
+                _template = cls(MEMORY)
+        return cls(MEMORY, copy_of=_template)
+
+    def _copy_to(self, target: sqlite3.Connection) -> None:
+        with self._lock:
+            serialize = getattr(self._db, "serialize", None)  # Python 3.11+, with deserialize
+            if serialize is not None:
+                target.deserialize(serialize())  # type: ignore[attr-defined]  # typed for Python 3.10
+            else:
+                self._db.backup(target)
 
     def save(self, path: str | Path) -> None:
         """Write the whole database to ``path`` as a SQLite file (replacing any file there). Not
