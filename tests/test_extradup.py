@@ -341,16 +341,20 @@ def where(evidence):
     assert list(scratch.iterdir()) == []  # removed with every store in it
 
 
-def test_a_run_of_extradup_alone_builds_no_agent_but_checks_its_name(project, run_sub):
+def test_a_run_of_extradup_loads_no_models(project, run_sub):
+    """The run builds its agent once to check it, but plays none: the models (pydantic) stay unloaded."""
     project.makeconftest('''
 import sys
 
-def pytest_sessionfinish(session):
-    print("agents loaded:", "pytest_agentbench.agents" in sys.modules)
+def pytest_unconfigure(config):
+    print("models loaded:", "pytest_agentbench.model" in sys.modules)
 ''')
     result = run_sub("--bench=extradup", "-s")
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*agents loaded: False*"])
-    result = run_sub("--bench=extradup", "--bench-agent", "nope")
+    result.stdout.fnmatch_lines(["*models loaded: False*"])
+
+
+def test_an_unknown_agent_is_a_usage_error_with_extradup_too(project, run):
+    result = run("--bench=extradup", "--bench-agent", "nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown agent 'nope' in --bench-agent; available: *"])

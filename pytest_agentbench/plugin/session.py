@@ -111,17 +111,12 @@ class AgentbenchPlugin:
             self.config.hook.pytest_agentbench_register_agents(registry=self._agent_registry)
         return self._agent_registry
 
-    def _check_agent_name(self) -> None:
+    def make_agent(self) -> Agent:
+        """Build the ``--bench-agent`` agent. Unknown names and factory errors are usage errors."""
         registry = self.agent_registry
         name = self.settings.agent
         if name not in registry:
             raise pytest.UsageError(f"unknown agent {name!r} in --bench-agent; available: {', '.join(registry.names())}")
-
-    def make_agent(self) -> Agent:
-        """Build the ``--bench-agent`` agent. Unknown names and factory errors are usage errors."""
-        self._check_agent_name()
-        registry = self.agent_registry
-        name = self.settings.agent
         try:
             with usage_errors():  # a ConfigError from the factory is a usage error as it is
                 agent = registry.create(name, self.config)
@@ -165,11 +160,8 @@ class AgentbenchPlugin:
                 except ValueError as exc:
                     raise pytest.UsageError(f"--bench-baseline: {exc}") from None
             # Fail fast on a bad --bench-agent (unknown name, missing API key) before anything starts;
-            # a dry run calls no model, so it needs no key. Suite benchmarks alone (ExtraDup) play no
-            # agent: only its name is checked, and the agents' modules are not loaded.
-            if not self.manifest.suites:
-                self._check_agent_name()
-            elif not config.getoption("dry_run", False):
+            # a dry run calls no model, so it needs no key.
+            if not config.getoption("dry_run", False):
                 self.make_agent().close()
             self._start_pool()
         self._start_suites()
