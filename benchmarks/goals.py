@@ -24,7 +24,8 @@ audit      the scaled audit adapter of benchmarks/audit.py, 200 tasks     <= 1.2
            failed/passed/skipped counts
 extradup   ``pytest --bench=extradup`` against the reference tool's       <= 1.0x
            ``python -m openadapt_evals.extradup kill-scan`` (needs
-           ``--reference-python`` with openadapt-evals installed)
+           ``--reference-python`` with openadapt-evals installed); pytest
+           with this plugin only, both with bytecode (see row_extradup)
 trajectory 1,000 trajectory cases against 1,000 bare items failing in     <= 1.05x
            the same proportion
 opencomp   ``--collect-only`` of a whole OpenComputer checkout            < 1.0 s
@@ -47,6 +48,7 @@ Exit status 0 unless a run ends other than expected or, with ``--check``, a goal
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -91,6 +93,7 @@ class Side:
     expect: str = ""  # a regex the last line of output must match
     rc: tuple[int, ...] = (0,)
     argv: list[str] | None = None  # a whole command instead of pytest
+    env: dict[str, str | None] = field(default_factory=dict)  # variables set (None: removed) for this side
 
 
 @dataclass
@@ -118,6 +121,8 @@ def run(side: Side, env: dict[str, str]) -> dict[str, float]:
         out_path = workdir / ".out"
         with open(out_path, "wb") as out:
             t0 = time.perf_counter()
+            if side.env:
+                env = {k: v for k, v in {**env, **side.env}.items() if v is not None}
             proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
             _, status, usage = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - t0
@@ -183,8 +188,25 @@ def row_audit() -> tuple[Side, Side]:
 
 
 def row_extradup(reference: str | None) -> tuple[Side, Side]:
+    """The same work on both sides: the 7 conditions x 3 trials scored by two rewards (a screen-only
+    one and one that reads the record back), the same figures printed, no file left behind (kill-scan
+    without --json writes none; a run of suite benchmarks alone writes no run folder).
+
+    What the reference does not do is left out of ours: pytest runs with its own plugins and this
+    one only (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``, ``-p pytest_agentbench.plugin``), not every pytest
+    plugin installed here (bare pytest with those, collecting nothing, costs as much as the whole
+    reference run); and both sides keep their bytecode after the warm-up, in a cache of this row's
+    (``PYTHONPYCACHEPREFIX``), also when ``PYTHONDONTWRITEBYTECODE`` is set (the reference's package
+    is installed compiled; an editable checkout under that variable compiles every module, and pytest
+    rewrites every plugin module, on each run).
+    """
+    cache = tempfile.mkdtemp(prefix="agentbench-goals-pycache-")
+    atexit.register(shutil.rmtree, cache, True)
+    env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": cache}
+    ours = Side(["-p", "pytest_agentbench.plugin", "--bench=extradup"], expect=r"\b24 passed, 3 skipped, 15 xfailed",
+                env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     ref_cmd = [reference or sys.executable, "-m", "openadapt_evals.extradup", "kill-scan"]
-    return Side(["--bench=extradup"], rc=(0, 1)), Side([], argv=ref_cmd, rc=(0, 1))
+    return ours, Side([], argv=ref_cmd, expect=r"\| oracle_outage \| PASS \| certified_sor \|.* \| 3 \|", env=env)
 
 
 def row_trajectory() -> tuple[Side, Side]:

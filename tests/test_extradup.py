@@ -313,3 +313,48 @@ def test_xdist_counts_each_item_once(project, run_sub, dist):
     result.stdout.fnmatch_lines([*SEED_FIGURES, "lax (*", "  gold-FAIL silent-incorrect-success: 3/15",
                                  "  control honest-write: 3/3"])
     result.stdout.fnmatch_lines(["oracle_outage * 3/3 * 0/3 (3 unscored) * 0/3 (3 unscored)"])
+
+
+def test_the_cells_share_one_scratch_folder_and_leave_nothing_behind(project, run, monkeypatch, tmp_path):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    seen = tmp_path / "seen.txt"
+    project.makepyfile(where=f'''
+def where(evidence):
+    """Notes its store file and whether it is there."""
+    with open({str(seen)!r}, "a") as out:
+        out.write(f"{{evidence.store_path}} {{evidence.store_path.is_file()}}\\n")
+    return len(evidence.new) == 1
+''')
+    result = run("--bench=extradup", "--bench-reward", "where:where", "-k", "where and not oracle")
+    result.assert_outcomes(passed=12, failed=6)  # it counts records only: extra and omit are paid
+    lines = [line.rsplit(" ", 1) for line in seen.read_text().splitlines()]
+    paths = [path for path, _ in lines]
+    assert all(there == "True" for _, there in lines) and len(set(paths)) == len(paths) == 18
+    from pathlib import Path
+
+    folders = {Path(p).parent for p in paths}
+    assert len(folders) == 1 and next(iter(folders)).parent == scratch  # one folder for the run's cells
+    assert list(scratch.iterdir()) == []  # removed with every store in it
+
+
+def test_a_run_of_extradup_loads_no_models(project, run_sub):
+    """The run builds its agent once to check it, but plays none: the models (pydantic) stay unloaded."""
+    project.makeconftest('''
+import sys
+
+def pytest_unconfigure(config):
+    print("models loaded:", "pytest_agentbench.model" in sys.modules)
+''')
+    result = run_sub("--bench=extradup", "-s")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*models loaded: False*"])
+
+
+def test_an_unknown_agent_is_a_usage_error_with_extradup_too(project, run):
+    result = run("--bench=extradup", "--bench-agent", "nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown agent 'nope' in --bench-agent; available: *"])

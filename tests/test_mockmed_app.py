@@ -369,23 +369,30 @@ def test_an_unreadable_store_raises_and_closes_its_connection(tmp_path: Path,
         opened[0].execute("SELECT 1")
 
 
-def test_a_scratch_store_does_not_sync_but_the_app_store_does(tmp_path):
+def test_the_app_store_syncs_and_a_scratch_store_lives_in_memory_until_saved(tmp_path):
     """The app's store syncs each commit (it says "saved" only once the record is on disk);
-    ExtraDup's scratch stores, read back by the same run and deleted, do not."""
+    ExtraDup's scratch stores are written in memory and saved as one file, which the app's store
+    reads like any other; reading a store back read-only creates nothing."""
     from pytest_agentbench.benches.extradup.cells import apply_cell
     from pytest_agentbench.benches.mockmed.store import Store
 
     app_store = Store(tmp_path / "app.sqlite3")
-    scratch = Store(tmp_path / "scratch.sqlite3", durable=False)
+    scratch = Store.in_memory()
     try:
         assert app_store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, sqlite's default
-        assert scratch._db.execute("PRAGMA synchronous").fetchone()[0] == 0  # OFF
         scratch.add_encounter("p1", "Triage", "seen")
-        other = Store(tmp_path / "scratch.sqlite3")  # another connection sees the commit at once
-        assert [e["note"] for e in other.encounters()] == ["seen"]
+        scratch.add_encounter("p2", "Consult", None, extra={"priority": "stat"})
+        assert [p.name for p in tmp_path.iterdir()] == ["app.sqlite3"]  # nothing on disk until saved
+        scratch.save(tmp_path / "scratch.sqlite3")
+        other = Store(tmp_path / "scratch.sqlite3")
+        assert other.encounters() == scratch.encounters()
+        assert [p["id"] for p in other.patients()] == ["p1", "p2", "p3"]
         other.close()
     finally:
         app_store.close()
         scratch.close()
+    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+        Store(tmp_path / "missing.sqlite3", read_only=True)
+    assert not (tmp_path / "missing.sqlite3").exists()
     evidence = apply_cell("control", 0, tmp_path / "cell")
     assert len(evidence.new) == 1

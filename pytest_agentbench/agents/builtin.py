@@ -1,15 +1,20 @@
-"""The offline agents: ``mock`` (passes mock tasks), ``noop`` (gives up at once), ``scripted``."""
+"""The offline agents: ``mock`` (passes mock tasks), ``noop`` (gives up at once), ``scripted``.
+
+The models (pydantic) load when an agent first acts, not with this module: every run of a
+benchmark builds its agent once to check it, also a run of suite benchmarks alone (ExtraDup),
+which plays no episode.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.agent import Agent
-from pytest_agentbench.model import Action, Observation, Task
+
+if TYPE_CHECKING:
+    from pytest_agentbench.model import Action, Observation, Task
 
 
 def _find(tree: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
@@ -30,6 +35,8 @@ class MockAgent(Agent):
     name = "mock"
 
     def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+        from pytest_agentbench.model import Action
+
         if history:
             return Action(type="done")
         submit = _find(observation.accessibility_tree, "Submit")
@@ -44,6 +51,8 @@ class NoopAgent(Agent):
     name = "noop"
 
     def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+        from pytest_agentbench.model import Action
+
         return Action(type="done")
 
 
@@ -64,6 +73,8 @@ class ScriptedAgent(Agent):
         self._position = 0
 
     def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+        from pytest_agentbench.model import Action
+
         script = self.scripts.get(task.task_id, self.scripts.get("*"))
         if script is None:
             return Action(type="error", reason=f"the script has no entry for task {task.task_id!r} and no '*' entry")
@@ -81,6 +92,10 @@ class ScriptError(ValueError):
 def load_script(path: str | Path) -> dict[str, list[Action]]:
     """Read ``{"task_id": [action, ...], "*": [...]}`` from JSON. Raises ValueError naming the file,
     the line and the bad entry."""
+    from pydantic import ValidationError
+
+    from pytest_agentbench.model import Action
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

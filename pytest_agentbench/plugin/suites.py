@@ -1,7 +1,8 @@
 """ExtraDup as pytest items: ``bench/extradup::<reward>::<condition>::trial<k>``.
 
-Each item applies its cell to a fresh MockMed store during setup, calls the reward on the
-evidence, and turns the reward's answer into the item's outcome:
+Each item applies its cell to a fresh MockMed store during setup (a SQLite file of its own in the
+process's one scratch folder, deleted at teardown), calls the reward on the evidence, and turns the
+reward's answer into the item's outcome:
 
 | reward's answer on             | pytest outcome | status word   |
 |--------------------------------|----------------|---------------|
@@ -22,6 +23,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,15 +78,41 @@ def classify(gold: str, paid: bool | None, error: str | None) -> str:
     return "paid-correct" if paid else "over-refusal"
 
 
+class Scratch:
+    """The process's scratch folder for the cells' stores, made on first use and removed at the end
+    of the session: one folder per run rather than one created and removed per item."""
+
+    def __init__(self) -> None:
+        self._folder: str | None = None
+        self._taken = 0
+
+    def file_name(self) -> str:
+        """A store file name not given out before in this process (a rerun's attempt gets a new one)."""
+        self._taken += 1
+        return f"cell{self._taken}.sqlite3"
+
+    def folder(self) -> str:
+        if self._folder is None:
+            self._folder = tempfile.mkdtemp(prefix="extradup-")
+        return self._folder
+
+    def remove(self) -> None:
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
 class CellItem(pytest.Item):
-    def __init__(self, *args: Any, reward: Reward, condition: str, trial: int, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, reward: Reward, condition: str, trial: int, scratch: Scratch,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reward = reward
         self.condition = condition
         self.trial = trial
         self.seed = SEEDS[trial - 1]
         self.payload: dict[str, Any] | None = None
-        self._folder: str | None = None
+        self.scratch = scratch
+        self._store_file: Path | None = None
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # Located at the reward under test (pytest-sugar and CI annotations show this).
@@ -95,8 +123,8 @@ class CellItem(pytest.Item):
 
     def setup(self) -> None:
         spec = CONDITIONS[self.condition]
-        self._folder = tempfile.mkdtemp(prefix="extradup-")
-        evidence = apply_cell(self.condition, self.seed, self._folder)
+        evidence = apply_cell(self.condition, self.seed, self.scratch.folder(), file_name=self.scratch.file_name())
+        self._store_file = evidence.store_path
         result = call_reward(self.reward, evidence)
         try:
             new_records: int | None = len(evidence.new)
@@ -136,21 +164,22 @@ class CellItem(pytest.Item):
             pytest.skip(message)
 
     def teardown(self) -> None:
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
+        if self._store_file is not None:
+            self._store_file.unlink(missing_ok=True)
+            self._store_file = None
 
 
 class ConditionGroup(pytest.Collector):
-    def __init__(self, *args: Any, reward: Reward, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, reward: Reward, scratch: Scratch, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reward = reward
+        self.scratch = scratch
 
     def collect(self) -> Iterator[pytest.Item]:
         wrong = CONDITIONS[self.name].gold == "fail"
         for trial in range(1, len(SEEDS) + 1):
             item = CellItem.from_parent(self, name=f"trial{trial}", reward=self.reward, condition=self.name,
-                                        trial=trial)
+                                        trial=trial, scratch=self.scratch)
             item.add_marker(NAME)
             if wrong and self.reward.known_bad:
                 item.add_marker(pytest.mark.xfail(
@@ -160,25 +189,27 @@ class ConditionGroup(pytest.Collector):
 
 
 class RewardGroup(pytest.Collector):
-    def __init__(self, *args: Any, reward: Reward, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, reward: Reward, scratch: Scratch, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reward = reward
+        self.scratch = scratch
 
     def collect(self) -> Iterator[pytest.Collector]:
         for condition in CONDITIONS:
-            yield ConditionGroup.from_parent(self, name=condition, reward=self.reward)
+            yield ConditionGroup.from_parent(self, name=condition, reward=self.reward, scratch=self.scratch)
 
 
 class ExtraDupSuite(pytest.Collector):
     agentbench_suite = True
 
-    def __init__(self, *args: Any, rewards: tuple[Reward, ...] = (), **kwargs: Any) -> None:
+    def __init__(self, *args: Any, rewards: tuple[Reward, ...] = (), scratch: Scratch, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rewards = rewards
+        self.scratch = scratch
 
     def collect(self) -> Iterator[pytest.Collector]:
         for reward in self.rewards:
-            yield RewardGroup.from_parent(self, name=reward.name, reward=reward)
+            yield RewardGroup.from_parent(self, name=reward.name, reward=reward, scratch=self.scratch)
 
 
 def reward_specs(config: pytest.Config) -> list[str]:
@@ -200,15 +231,20 @@ class ExtraDup:
                                             *user_rewards(reward_specs(config), str(config.rootpath)))
         # One entry per item: a trial reported twice (--dist each, reruns) counts once.
         self.payloads = reporting.Payloads(PAYLOAD_ATTR)
+        self.scratch = Scratch()
 
     def collect(self, session: pytest.Session) -> pytest.Collector:
-        return ExtraDupSuite.from_parent(session, name=NAME, nodeid=f"bench/{NAME}", rewards=self.rewards)
+        return ExtraDupSuite.from_parent(session, name=NAME, nodeid=f"bench/{NAME}", rewards=self.rewards,
+                                         scratch=self.scratch)
+
+    def pytest_sessionfinish(self) -> None:
+        self.scratch.remove()  # the items' files are gone already, unless a teardown never ran
 
     # -- reports -------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, CellItem) and item.payload is not None:
+        if isinstance(item, CellItem) and item.payload is not None and reporting.carries_payload(report):
             reporting.attach(report, PAYLOAD_ATTR, dict(item.payload), item.nodeid)
         return report
 

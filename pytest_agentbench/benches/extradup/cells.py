@@ -1,9 +1,9 @@
 """ExtraDup's cells: the correct MockMed write, five wrong writes and an oracle outage.
 
-Each cell starts from a fresh MockMed store (a SQLite file), applies its write through the store the
-web app uses, and hands a reward the :class:`Evidence` it may look at: the final screen and the
-stored records. The store's contents are deterministic; the trial's seed changes only the wording of
-the saved banner.
+Each cell starts from a fresh MockMed store, applies its write through the store the web app uses,
+saves the store as a SQLite file, and hands a reward the :class:`Evidence` it may look at: the final
+screen and the stored records. The store's contents are deterministic; the trial's seed changes only
+the wording of the saved banner.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from pytest_agentbench.benches.mockmed.store import ENCOUNTER_FIELDS, Store
 SEEDS: tuple[int, ...] = (101, 202, 303)
 #: The wordings a saved banner may have.
 BANNERS: tuple[str, ...] = ("Saved", "Encounter saved", "Record saved successfully", "Saved to chart")
+#: A cell's store file in its folder, unless ``apply_cell`` is given another name.
+STORE_FILE = "mockmed.sqlite3"
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class Evidence:
         if not self.store_path.is_file():
             raise StoreUnavailable(f"the MockMed store {self.store_path} is gone")
         try:
-            store = Store(self.store_path)
+            store = Store(self.store_path, read_only=True)  # reads the file as it is: nothing is created
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"the MockMed store cannot be read: {exc}") from None
         try:
@@ -155,17 +157,22 @@ def _break(path: Path) -> None:
         handle.write(b"not a MockMed database\0")
 
 
-def apply_cell(condition: str, seed: int, folder: str | Path, gold: Gold = GOLD) -> Evidence:
-    """Apply ``condition``'s write to a fresh store in ``folder`` and return the reward's evidence."""
+def apply_cell(condition: str, seed: int, folder: str | Path, gold: Gold = GOLD, *,
+               file_name: str = STORE_FILE) -> Evidence:
+    """Apply ``condition``'s write to a fresh store and return the reward's evidence.
+
+    The store is seeded and written in memory, through the app's store functions, then saved whole
+    as ``folder/file_name`` (replacing what was there): one file write per cell instead of a
+    journal and a commit per record. Several cells may share a folder under different names.
+    """
     spec = CONDITIONS[condition]
     Path(folder).mkdir(parents=True, exist_ok=True)
-    path = Path(folder) / "mockmed.sqlite3"
-    if path.exists():
-        path.unlink()
-    store = Store(path, durable=False)  # a scratch store: read back by this process, then deleted
+    path = Path(folder) / file_name
+    store = Store.in_memory()
     try:
         before = store.encounters()
         spec.write(store, gold)
+        store.save(path)
     finally:
         store.close()
     if spec.gold == "outage":

@@ -23,6 +23,8 @@ PATIENTS: tuple[dict[str, str], ...] = (
 ENCOUNTER_TYPES = ("Triage", "Consult")
 #: The fields an encounter may have; anything else is an extra field (a wrong write).
 ENCOUNTER_FIELDS = ("id", "patient_id", "type", "note", "created_at")
+#: SQLite's name for a database that lives in memory (:meth:`Store.in_memory`).
+MEMORY = ":memory:"
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS patients (
@@ -40,6 +42,11 @@ _SCHEMA = (
 )
 
 
+#: The seeded database :meth:`Store.in_memory` copies (made on first use).
+_template: Store | None = None
+_template_lock = threading.Lock()
+
+
 class Store:
     """A MockMed database file. Thread-safe for the app's threaded server (one lock).
 
@@ -49,22 +56,65 @@ class Store:
     says "saved" only once the record is on disk.
     """
 
-    def __init__(self, path: str | Path, *, durable: bool = True) -> None:
-        """``durable=False`` is for scratch stores that live only while a process reads them back
-        (ExtraDup's cells): commits are not synced to the disk, which only matters if the machine
-        loses power; every other connection still sees each commit at once."""
+    def __init__(self, path: str | Path, *, read_only: bool = False, copy_of: Store | None = None) -> None:
+        """``read_only=True`` opens an existing store to read it back (ExtraDup's evidence): nothing is
+        created or seeded, and a missing or unreadable file is a ``sqlite3`` error rather than a
+        fresh, empty store. ``copy_of`` starts the (empty) database as a copy of that store's instead
+        of seeding it."""
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        if read_only:
+            self._db = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
-        if not durable:
-            self._db.execute("PRAGMA synchronous = OFF")
+        if read_only:
+            return
         try:
             with self._lock:
-                self._seed()
+                if copy_of is None:
+                    self._seed()
+                else:
+                    copy_of._copy_to(self._db)
         except BaseException:
             self._db.close()
             raise
+
+    @classmethod
+    def in_memory(cls) -> Store:
+        """A seeded store that lives in memory until :meth:`save` writes it out as one file.
+
+        For scratch stores (ExtraDup's cells): their writes go through the same functions as the
+        app's, but cost no file, journal or sync per commit; the file is written once, whole. Each
+        is a copy of one seeded template, so the tables and patients are created once per process."""
+        global _template
+        with _template_lock:
+            if _template is None:
+                _template = cls(MEMORY)
+        return cls(MEMORY, copy_of=_template)
+
+    def _copy_to(self, target: sqlite3.Connection) -> None:
+        with self._lock:
+            serialize = getattr(self._db, "serialize", None)  # Python 3.11+, with deserialize
+            if serialize is not None:
+                target.deserialize(serialize())  # type: ignore[attr-defined]  # typed for Python 3.10
+            else:
+                self._db.backup(target)
+
+    def save(self, path: str | Path) -> None:
+        """Write the whole database to ``path`` as a SQLite file (replacing any file there). Not
+        synced to the disk: the file is for this process to read back, not the app's record."""
+        with self._lock:
+            serialize = getattr(self._db, "serialize", None)  # Python 3.11+
+            if serialize is not None:
+                Path(path).write_bytes(serialize())
+                return
+            Path(path).unlink(missing_ok=True)
+            target = sqlite3.connect(str(path))
+            try:
+                self._db.backup(target)
+            finally:
+                target.close()
 
     def _seed(self) -> None:
         """Create the tables and the patients unless they are there; an existing store is unchanged."""
