@@ -192,10 +192,11 @@ def row_extradup(reference: str | None) -> tuple[Side, Side]:
     one and one that reads the record back), the same figures printed, no file left behind (kill-scan
     without --json writes none; a run of suite benchmarks alone writes no run folder).
 
-    What the reference does not do is left out of ours: pytest runs with its own plugins and this
-    one only (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``, ``-p pytest_agentbench.plugin``), not every pytest
-    plugin installed here (bare pytest with those, collecting nothing, costs as much as the whole
-    reference run); and both sides keep their bytecode after the warm-up, in a cache of this row's
+    What the reference does not do is left out of ours: pytest runs with its own plugins, this one
+    and the plugins of its core dependencies (xdist, pytest-html and pytest-metadata, which every
+    install has), not every other pytest plugin installed here (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``;
+    bare pytest with all of those, collecting nothing, costs as much as the whole reference run);
+    and both sides keep their bytecode after the warm-up, in a cache of this row's
     (``PYTHONPYCACHEPREFIX``), also when ``PYTHONDONTWRITEBYTECODE`` is set (the reference's package
     is installed compiled; an editable checkout under that variable compiles every module, and pytest
     rewrites every plugin module, on each run).
@@ -203,8 +204,9 @@ def row_extradup(reference: str | None) -> tuple[Side, Side]:
     cache = tempfile.mkdtemp(prefix="agentbench-goals-pycache-")
     atexit.register(shutil.rmtree, cache, True)
     env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": cache}
-    ours = Side(["-p", "pytest_agentbench.plugin", "--bench=extradup"], expect=r"\b24 passed, 3 skipped, 15 xfailed",
-                env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    core = ["-p", "xdist.plugin", "-p", "pytest_html.plugin", "-p", "pytest_metadata.plugin"]
+    ours = Side([*core, "-p", "pytest_agentbench.plugin", "--bench=extradup"],
+                expect=r"\b24 passed, 3 skipped, 15 xfailed", env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     ref_cmd = [reference or sys.executable, "-m", "openadapt_evals.extradup", "kill-scan"]
     return ours, Side([], argv=ref_cmd, expect=r"\| oracle_outage \| PASS \| certified_sor \|.* \| 3 \|", env=env)
 
