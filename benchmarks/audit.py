@@ -26,7 +26,8 @@ Plugins of packages that pytest-agentbench does not bring are disabled with ``-p
 bytecode is cached under a private ``PYTHONPYCACHEPREFIX``, as in ``overhead.py`` (whose helpers
 this script imports).
 
-    python benchmarks/audit.py [--repeat 5] [--scaled-repeat 3] [--tasks 1000] [--run-ms 0] [--workers 2] [--json PATH] [--check]
+    python benchmarks/audit.py [--repeat 5] [--scaled-repeat 3] [--tasks 1000] [--run-ms 0] [--workers 2]
+                               [--json PATH] [--check]
 
 Exit status is 0 unless a run ends other than expected (or, with ``--check``, the toy audit takes
 a second or more).
@@ -126,7 +127,8 @@ CLAIM = {{"method": "post", "url": "/supervisor/complete_task", "data": {{"statu
 def solution(i):
     kind = i % 4
     if kind in (0, 1):   # two inserts; kind 0's checker does not count them (loophole)
-        body = [_write("post", "/scaled/items", name=f"item{{i}}a"), _write("post", "/scaled/items", name=f"item{{i}}b")]
+        body = [_write("post", "/scaled/items", name=f"item{{i}}a"),
+                _write("post", "/scaled/items", name=f"item{{i}}b")]
     elif kind == 2:      # an insert, then an idempotent update
         body = [_write("post", "/scaled/items", name=f"item{{i}}a"), _write("patch", "/scaled/items/1", qty=2)]
     else:                # one idempotent write
@@ -206,7 +208,8 @@ def scaled_counts(n: int) -> dict[str, int]:
 
 # -- one run --------------------------------------------------------------------------------------
 def counts(line: str) -> dict[str, int]:
-    return {word: int(num) for num, word in re.findall(r"(\d+) (failed|passed|skipped|deselected|errors?|xfailed)", line)}
+    return {word: int(num)
+            for num, word in re.findall(r"(\d+) (failed|passed|skipped|deselected|errors?|xfailed)", line)}
 
 
 def pytest_run(args: list[str], env: dict[str, str], *, files: dict[str, str], expect_rc: int,
@@ -253,7 +256,8 @@ def med(samples: list[dict[str, Any]], key: str) -> float:
 # -- main -----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="runs per toy configuration; medians are reported (default 5)")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="runs per toy configuration; medians are reported (default 5)")
     parser.add_argument("--scaled-repeat", type=int, default=3, help="runs per scaled configuration (default 3)")
     parser.add_argument("--tasks", type=int, default=1000, help="tasks of the scaled adapter (default 1000)")
     parser.add_argument("--run-ms", type=float, default=0.0,
@@ -274,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     disabled, base, pycache, env, info = prepare(args.keep_plugins, args.no_bytecode_cache, "agentbench-audit-pycache-")
     keep = args.keep_dirs
     items = args.tasks * OPERATORS
-    scaled_files = {"scaled_audit.py": SCALED_ADAPTER.format(n=args.tasks, run_s=args.run_ms / 1000), "conftest.py": SCALED_CONFTEST}
+    scaled_files = {"scaled_audit.py": SCALED_ADAPTER.format(n=args.tasks, run_s=args.run_ms / 1000),
+                    "conftest.py": SCALED_CONFTEST}
     scaled_expect = scaled_counts(args.tasks)
     toy = ["--audit-verifier=toy"]
     scaled = ["--audit-verifier=scaled", "--audit-limit", "0"]
@@ -363,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"{session / items * 1000:.3f}"))
     print_table(rows)
     one, par_ = figures["scaled_1"], figures["scaled_n"]
-    print(f"   audit work = the --audit-out report's seconds (sum of task seconds, over all workers), from one extra run "
+    print(f"   audit work = the --audit-out report's seconds (sum of task seconds, over all workers), "
+          f"from one extra run "
           f"each; its report is {samples['scaled_1_out'][0]['report_bytes'] / 1e6:.1f} MB")
     line = f"   speed-up of -n {args.workers} over 1 process, by wall clock: {one['wall_s'] / par_['wall_s']:.2f}x"
     if not args.run_ms:

@@ -174,7 +174,8 @@ def modules_after_import() -> dict[str, Any]:
                                         f"print([m for m in {HEAVY!r} if m in sys.modules])")]).stdout.strip()
     pytest_only = run([sys.executable, "-c", f"import sys, pytest; print([m for m in {HEAVY!r} if m in sys.modules])"]
                       ).stdout.strip()
-    added = run([sys.executable, "-c", ("import sys, pytest; before = set(sys.modules); import pytest_agentbench.plugin; "
+    added = run([sys.executable, "-c", ("import sys, pytest; before = set(sys.modules); "
+                                        "import pytest_agentbench.plugin; "
                                         "print(' '.join(sorted(set(sys.modules) - before)))")]).stdout.split()
     return {"heavy_after_plugin_import": brief, "heavy_after_pytest_import": pytest_only, "added_by_plugin": added}
 
@@ -246,7 +247,8 @@ def measure(args: argparse.Namespace) -> int:
     print()
 
     imp = import_figures(args.repeat)
-    print(f"2. `python -X importtime -c ...`, cumulative time of the pytest_agentbench imports, median of {args.repeat}:")
+    print(f"2. `python -X importtime -c ...`, cumulative time of the pytest_agentbench imports, "
+          f"median of {args.repeat}:")
     for name, fig in imp.items():
         roots = ", ".join(f"{m} {us / 1000:.1f} ms" for m, us in fig["roots_us"].items())
         print(f"   {name:5s} {fig['total_ms']:7.1f} ms   `{fig['code']}`  ({roots})")

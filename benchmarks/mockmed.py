@@ -136,7 +136,8 @@ def matrix_run(base: list[str], env: dict[str, str], *, extra: list[str], runs: 
             records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
             problem = check_records(records, runs)
             if problem:
-                raise RunFailed(f"{' '.join(cmd)} (in {workdir}): the table is not the published one: {problem}\n{tail}")
+                raise RunFailed(f"{' '.join(cmd)} (in {workdir}): the table is not the published one: "
+                                f"{problem}\n{tail}")
             result["items"] = [{"task_id": r["task_id"], "condition": r["domain"], "arm": arm_of(r["task_id"]),
                                 "success": bool(r.get("success")), "steps": r.get("num_steps"),
                                 "episode_s": float(r.get("total_time_seconds") or 0.0),
@@ -174,9 +175,11 @@ def arm_figures(samples: list[dict[str, Any]]) -> dict[str, Any]:
         first = next((i for i in s["items"] if i["arm"] == "compiled"), None)
         if first is not None:
             recording.append(max(first["duration_s"] - first["episode_s"], 0.0))
-    steps = {a: med([float(i["steps"] or 0) for i in items if i["arm"] == a and i["condition"] == "clean"]) for a in ARMS}
+    steps = {a: med([float(i["steps"] or 0) for i in items if i["arm"] == a and i["condition"] == "clean"])
+             for a in ARMS}
     return {"median_s": median_s, "ratio": ratio, "ratio_clean_per_repeat": per_repeat,
-            "recording_s": med(recording), "steps_clean": steps, "samples_per_arm": len(times(("compiled",), CONDITIONS))}
+            "recording_s": med(recording), "steps_clean": steps,
+            "samples_per_arm": len(times(("compiled",), CONDITIONS))}
 
 
 def report(title: str, samples: list[dict[str, Any]], empty: list[dict[str, Any]], bare: list[dict[str, float]],
@@ -187,7 +190,8 @@ def report(title: str, samples: list[dict[str, Any]], empty: list[dict[str, Any]
     print(f"{title}: {9 * runs} items (3 conditions x 3 arms x {runs} run(s)), median of {n} run(s)")
     print(f"   ({7 * runs} passed, {2 * runs} xfailed; the published table; no wrong write: checked in every run)")
     rows: list[tuple[Any, ...]] = [("run", "wall s", "cpu s", "pytest's time s")]
-    rows.append(("pytest --bench=mockmed", wall, med([s["cpu"] for s in samples]), med([s["session"] for s in samples])))
+    rows.append(("pytest --bench=mockmed", wall, med([s["cpu"] for s in samples]),
+                 med([s["session"] for s in samples])))
     if empty:
         rows.append(("  ... -k <no item>  (fixed cost, no episode)", med([s["wall"] for s in empty]),
                      med([s["cpu"] for s in empty]), med([s["session"] for s in empty])))
@@ -226,7 +230,8 @@ def report(title: str, samples: list[dict[str, Any]], empty: list[dict[str, Any]
           f"{figures['median_s']['compiled']['clean']:.3f} s / {figures['median_s']['scripts']['clean']:.3f} s = "
           f"{ratio:.2f}x -> {'PASS' if ok_ratio else 'FAIL'}")
     print()
-    return {"wall_s": wall, "cpu_s": med([s["cpu"] for s in samples]), "session_s": med([s["session"] for s in samples]),
+    return {"wall_s": wall, "cpu_s": med([s["cpu"] for s in samples]),
+            "session_s": med([s["session"] for s in samples]),
             "empty_wall_s": med([s["wall"] for s in empty]) if empty else None,
             "bare_wall_s": med([s["wall"] for s in bare]) if bare else None, **figures, "verdict": verdict}
 
@@ -234,7 +239,8 @@ def report(title: str, samples: list[dict[str, Any]], empty: list[dict[str, Any]
 # -- main -----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="runs of the headless matrix; medians are reported (default 5)")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="runs of the headless matrix; medians are reported (default 5)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed headless runs first, to warm caches (default 1)")
     parser.add_argument("--browser", action="store_true",
                         help="also time --mockmed-driver browser --mockmed-runs 1 (headless Chromium, 9 items)")
@@ -286,11 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     figures = {"headless": report("1. headless driver (the default)", samples["headless"], samples["headless_empty"],
                                   samples["bare_empty"], 3, wall_target=True)}
     if args.browser:
-        figures["browser"] = report("2. --mockmed-driver browser --mockmed-runs 1 (headless Chromium through Playwright)",
+        figures["browser"] = report("2. --mockmed-driver browser --mockmed-runs 1 "
+                                    "(headless Chromium through Playwright)",
                                     samples["browser"], [], [], 1, wall_target=False)
     ref = REFERENCE
     print(f"reference, for context only: {ref['tool']} in {ref['condition']}: compiled replay {ref['compiled_s']} s "
-          f"per run, Playwright scripts {ref['scripts_s']} s = {ref['compiled_s'] / ref['scripts_s']:.0f}x ({ref['note']})")
+          f"per run, Playwright scripts {ref['scripts_s']} s = {ref['compiled_s'] / ref['scripts_s']:.0f}x "
+          f"({ref['note']})")
 
     verdict = {f"{k}_{name}": v for k, f in figures.items() for name, v in f["verdict"].items()}
     if args.json:

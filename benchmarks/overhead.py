@@ -135,7 +135,8 @@ def print_table(rows: list[tuple[Any, ...]]) -> None:
     text = [[cell(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in text) for i in range(len(text[0]))]
     for i, row in enumerate(text):
-        print("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths, strict=True))))
+        print("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w)
+                                for j, (c, w) in enumerate(zip(row, widths, strict=True))))
         if i == 0:
             print("   " + "  ".join("-" * w for w in widths))
 
@@ -278,7 +279,8 @@ def print_report(info: dict[str, Any], figures: dict[str, Any], sizes: list[int]
     print(f"pytest-agentbench harness overhead  ({info['date']})")
     print(f"machine: {info['platform']}, {info['cpus']} cores, Python {info['python']}, pytest {info['pytest']}; "
           f"load average at start {info['loadavg_start'][0]:.2f}")
-    print(f"median of {repeat} runs each, wall clock of `python -m pytest -q -p no:cacheprovider ...` in a fresh temp dir"
+    print(f"median of {repeat} runs each, wall clock of `python -m pytest -q -p no:cacheprovider ...` "
+          f"in a fresh temp dir"
           f"; bytecode {info['bytecode']}")
     print(f"temp dirs under {tempfile.gettempdir()}; mock run folders {info['results_dir']}")
     if disabled:
@@ -320,9 +322,11 @@ def print_report(info: dict[str, Any], figures: dict[str, Any], sizes: list[int]
           "   (user+sys of the pytest process; less sensitive to load from other processes)")
     mf, bf = mock["wall_fastest"], bare["wall_fastest"]
     fast_ratio = mf["per_item_s"] / bf["per_item_s"] if mf["per_item_s"] > 0 and bf["per_item_s"] > 0 else float("nan")
-    print(f"  wall, fastest of the {repeat} runs: mock {ms(mf['per_item_s'])} ms/item, bare {ms(bf['per_item_s'])} ms/item, "
+    print(f"  wall, fastest of the {repeat} runs: mock {ms(mf['per_item_s'])} ms/item, "
+          f"bare {ms(bf['per_item_s'])} ms/item, "
           f"ratio {times(fast_ratio)}")
-    print(f"  fixed cost (fit intercept / empty run): mock {mw['intercept_s']:.3f} / {mock['median']['wall'][0]:.3f} s, "
+    print(f"  fixed cost (fit intercept / empty run): mock {mw['intercept_s']:.3f} / "
+          f"{mock['median']['wall'][0]:.3f} s, "
           f"bare {bw['intercept_s']:.3f} / {bare['median']['wall'][0]:.3f} s")
     print()
 
@@ -370,7 +374,8 @@ def _finite(value: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per configuration; the median is reported (default 3)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per configuration; the median is reported (default 3)")
     parser.add_argument("--sizes", default="5,50,500", help="comma-separated task counts (default 5,50,500)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first, to warm caches (default 1)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures and raw samples as JSON")

@@ -84,7 +84,8 @@ def pytest_cmd(folder: Path, workers: int) -> list[str]:
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, check=False)
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
+                          check=False)
     return time.perf_counter() - start, done
 
 

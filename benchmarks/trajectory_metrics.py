@@ -146,10 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     median = statistics.median(runs)
     per_second = args.traces / median
     print(f"python {platform.python_version()} on {platform.machine()}, {platform.system()}")
-    print(f"score_all (7 metrics) over {args.traces} synthetic {STEPS}-step traces, median of {args.repeat} runs after a warm-up")
+    print(f"score_all (7 metrics) over {args.traces} synthetic {STEPS}-step traces, "
+          f"median of {args.repeat} runs after a warm-up")
     print(f"  runs (s): {', '.join(f'{r:.4f}' for r in runs)}")
-    print(f"  median {median * 1000:.2f} ms -> {per_second:,.0f} traces/s, {per_second * len(METRICS):,.0f} metric evaluations/s")
-    print(f"  per trace {median / args.traces * 1e6:.2f} us, per metric {median / args.traces / len(METRICS) * 1e6:.2f} us")
+    print(f"  median {median * 1000:.2f} ms -> {per_second:,.0f} traces/s, "
+          f"{per_second * len(METRICS):,.0f} metric evaluations/s")
+    print(f"  per trace {median / args.traces * 1e6:.2f} us, "
+          f"per metric {median / args.traces / len(METRICS) * 1e6:.2f} us")
     per_metric = {}
     for name, fn in METRICS.items():
         def one(fn=fn) -> None:
@@ -162,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     low, high = REFERENCE
     print(f"reference, for context: openeval-core 0.2.1 scored {low:,}-{high:,} traces/s with all 7 metrics "
           f"(from the research notes, measured on another machine, not here)")
-    print(f"ratio to the reference: {per_second / high:.2f}x its best ({high:,}/s) to {per_second / low:.2f}x its worst ({low:,}/s)")
+    print(f"ratio to the reference: {per_second / high:.2f}x its best ({high:,}/s) "
+          f"to {per_second / low:.2f}x its worst ({low:,}/s)")
     measured = reference_runs(pairs, args.repeat)
     reference_here = None
     if measured is None:

@@ -36,7 +36,8 @@ def project(folder: Path, tasks: int) -> list[str]:
     (folder / "script.json").write_text(json.dumps({"*": NOTEPAD_SOLUTION}))
     (folder / "pytest.ini").write_text("[pytest]\n")
     return ["--bench=waa", "--waa-examples", str(folder / "examples"), "--waa-index", str(folder / "index.json"),
-            "--bench-agent", "scripted", "--bench-agent-script", str(folder / "script.json"), "-q", "-p", "no:cacheprovider",
+            "--bench-agent", "scripted", "--bench-agent-script", str(folder / "script.json"),
+            "-q", "-p", "no:cacheprovider",
             "-p", "no:benchmark", "-p", "no:hypothesispytest"]
 
 

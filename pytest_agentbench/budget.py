@@ -72,7 +72,8 @@ class Budget:
         return self.run_limit is not None and self.run_spent >= self.run_limit
 
     def run_message(self) -> str:
-        return f"budget spent: the run's --bench-max-cost-usd {_usd(self.run_limit or 0)} is spent ({_usd(self.run_spent)})"
+        return (f"budget spent: the run's --bench-max-cost-usd {_usd(self.run_limit or 0)} is spent "
+                f"({_usd(self.run_spent)})")
 
     def check(self, pending: float = 0.0) -> None:
         """Raise :class:`BudgetSpent` if the next model call may not be made. ``pending`` is cost

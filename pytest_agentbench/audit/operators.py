@@ -142,7 +142,8 @@ def _extra_ni(calls: list[Call], writes: list[int], policy: CallPolicy, scan: Sc
         changes = not compare(control.effect, result.effect, ignore).same
         tested.append({"index": i, "changes_state": changes})
         if changes:
-            return Edit("extra-ni", repeat_at(calls, i), None, {**detail, "repeated": {"index": i, "url": calls[i].get("url")},
+            return Edit("extra-ni", repeat_at(calls, i), None, {**detail,
+                                                                "repeated": {"index": i, "url": calls[i].get("url")},
                                                                 "tested": tested})
     return Edit("extra-ni", None, "ALL_REPEATS_IDEMPOTENT", {**detail, "tested": tested})
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 #: ``type base64 [comment]`` on one line: the shape of an OpenSSH public key.
-_PUBLIC_KEY = re.compile(r"(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) ([A-Za-z0-9+/]+={0,3})( [^\x00-\x1f\x7f]*)?")
+_PUBLIC_KEY = re.compile(r"(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) "
+                         r"([A-Za-z0-9+/]+={0,3})( [^\x00-\x1f\x7f]*)?")
 #: A public key file is a few hundred bytes; a much bigger one is not a key.
 MAX_PUBLIC_KEY = 16 * 1024
 
@@ -47,7 +48,8 @@ def new_ed25519(comment: str) -> KeyPair:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     except ImportError:
-        raise KeySetupError("cloud pools need paramiko (and cryptography): pip install 'pytest-agentbench[ssh]'") from None
+        raise KeySetupError("cloud pools need paramiko (and cryptography): "
+                            "pip install 'pytest-agentbench[ssh]'") from None
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption()).decode("ascii")

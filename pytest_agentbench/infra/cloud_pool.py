@@ -234,7 +234,8 @@ class CloudPool:
             self._executor.shutdown(wait=False, cancel_futures=True)
         if self.options.keep:
             self.destroyed = True
-            self.log(f"agentbench pool: kept {len(self.vms)} VM(s) (--pool-keep); delete them with {self.reap_command()}")
+            self.log(f"agentbench pool: kept {len(self.vms)} VM(s) (--pool-keep); "
+                     f"delete them with {self.reap_command()}")
             self._save()
             return []
         confirmed = False

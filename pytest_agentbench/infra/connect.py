@@ -68,7 +68,8 @@ class VMConnection:
             except TunnelError as exc:
                 last = str(exc)
                 if self.remaining() <= 0:
-                    raise InfrastructureError(f"VM {self.vm['name']}: no SSH tunnel within the ready timeout: {last}") from None
+                    raise InfrastructureError(f"VM {self.vm['name']}: no SSH tunnel within the ready timeout: "
+                                              f"{last}") from None
                 time.sleep(min(5.0, self.remaining()))
                 continue
             self._tunnel = tunnel

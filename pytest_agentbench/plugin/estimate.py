@@ -1,7 +1,8 @@
 """``--bench-dry-run``: what the selected tasks would cost, VM and model, before anything starts.
 
 The run only collects (so ``-k``, ``-m`` and ``--bench-task`` choose the tasks; with ``--bench-resume RUN``
-only the items RUN has not finished count); no worker, VM or model call is started. The block has the shape of the reference tool's estimate::
+only the items RUN has not finished count); no worker, VM or model call is started. The block has the shape
+of the reference tool's estimate::
 
       154 tasks (agent api-claude, claude-sonnet-4-5):
         Azure VM-hours:        8.80 vm-hours @ $0.4520/hr = $3.98
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 DEFAULT_SCREEN = (1920, 1080)
 
 
-def step_estimate(config: pytest.Config, registry: Any, agent_name: str, screen: tuple[int, int]) -> StepEstimate | None:
+def step_estimate(config: pytest.Config, registry: Any, agent_name: str,
+                  screen: tuple[int, int]) -> StepEstimate | None:
     """The agent's own estimate: its registered estimator (needs no key), else a built agent's."""
     estimator = registry.estimators.get(agent_name)
     if estimator is not None:

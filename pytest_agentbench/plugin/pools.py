@@ -214,7 +214,8 @@ class PoolManager:
             auto_shutdown_hours=_float_setting(self.config, "pool_auto_shutdown_hours", 4.0,
                                                "--pool-auto-shutdown-hours") or 0.0,
             connect=_opt(self.config, "pool_connect") or "ssh", address=_opt(self.config, "pool_address") or "public",
-            waa_port=int(self.config.getoption("pool_waa_port")), evaluate_port=int(self.config.getoption("pool_evaluate_port")),
+            waa_port=int(self.config.getoption("pool_waa_port")),
+            evaluate_port=int(self.config.getoption("pool_evaluate_port")),
             cdp_port=int(self.config.getoption("pool_cdp_port")),
             ready_timeout=ready if ready is not None else 1200.0,
             hourly_usd=_float_setting(self.config, "pool_hourly_usd", None, "--pool-hourly-usd"),
@@ -249,7 +250,8 @@ class PoolManager:
         workers = getattr(self.config.option, "numprocesses", None)
         if isinstance(workers, int) and workers > len(hosts) and self.distributed:
             raise pytest.UsageError(
-                f"--pool static has {len(hosts)} host(s) for {workers} workers; give one host per worker (-n {len(hosts)})")
+                f"--pool static has {len(hosts)} host(s) for {workers} workers; "
+                f"give one host per worker (-n {len(hosts)})")
         self.static = StaticPool(hosts)
         if not self.distributed:
             self.lease = self.static.lease("main")
@@ -458,7 +460,8 @@ class PoolManager:
             return
         from pytest_agentbench.infra.prices import money
 
-        rate = "price unknown (give --pool-hourly-usd)" if cost["hourly_usd"] is None else f"${cost['hourly_usd']:.4f}/hr"
+        rate = ("price unknown (give --pool-hourly-usd)" if cost["hourly_usd"] is None
+                else f"${cost['hourly_usd']:.4f}/hr")
         state = "kept running" if self.cloud is not None and self.cloud.options.keep else "deleted"
         terminalreporter.write_line(
             f"VM cost: {cost['vms']} {cost['provider']} {cost['size']} VM(s), {cost['vm_hours']:.2f} vm-hours "

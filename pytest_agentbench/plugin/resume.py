@@ -114,7 +114,8 @@ class Resume:
         problem = mismatch(old, new)
         if problem:
             raise pytest.UsageError(f"{flag}: this selection is not that run's ({problem}); "
-                                    "pass the same --bench, --bench-agent, task selection, --bench-trials and --bench-trial-seed")
+                                    "pass the same --bench, --bench-agent, task selection, --bench-trials "
+                                    "and --bench-trial-seed")
         records: list[dict[str, Any]] = []
         if self.folder.results_path.exists():
             try:

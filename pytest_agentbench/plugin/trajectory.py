@@ -231,7 +231,8 @@ def failure_message(task_id: str, results: list[MetricResult], mean: float | Non
     skipped = len(results) - len(evaluated)
     shown_mean = "-" if mean is None else f"{mean:.3f}"
     if min_score is not None:
-        head = f"{task_id}: mean score {shown_mean} of {len(evaluated)} evaluated metric(s) is below min_score {min_score:.3f}"
+        head = (f"{task_id}: mean score {shown_mean} of {len(evaluated)} evaluated metric(s) "
+                f"is below min_score {min_score:.3f}")
     else:
         head = f"{task_id}: {len(failed)} of {len(evaluated)} evaluated metric(s) failed (mean score {shown_mean})"
     if skipped:
@@ -249,7 +250,8 @@ class ReportHooks:
     is collected there, so other runs pay nothing per item."""
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if isinstance(item, CaseItem) and item.payload is not None:
             # A skip points at the case file, with no line: a case file has none worth showing.

@@ -57,7 +57,8 @@ def render(result: dict[str, Any]) -> str:
 </table>
 <p><code>{_e(grep_line(result))}</code></p>
 <h2>Tasks</h2>
-<table><tr><th>status</th><th>benchmark</th><th>domain</th><th>task</th><th>passes/trials, {_e(result['before_run'])}</th>
+<table><tr><th>status</th><th>benchmark</th><th>domain</th><th>task</th>\
+<th>passes/trials, {_e(result['before_run'])}</th>
 <th>passes/trials, {_e(result['after_run'])}</th></tr>
 {rows}</table>
 <p>Rates count outcome trials only; a task without an outcome on one side is new or gone there.

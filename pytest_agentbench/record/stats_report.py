@@ -42,7 +42,8 @@ def terminal_lines(statistics: Mapping[str, Any], *, domains: bool) -> list[str]
         lines.append(f"pass@k:       {_curve(s['pass_at_k'])}")
         lines.append(f"pass^k:       {_curve(s['pass_hat_k'])}")
         flip = s["flip_rate"]
-        lines.append(f"Flip rate:    {format_rate(flip)} ({s['flipped_tasks']} task(s) with both verdicts across trials)")
+        lines.append(f"Flip rate:    {format_rate(flip)} ({s['flipped_tasks']} task(s) with both verdicts "
+                     f"across trials)")
     if s["excluded_trials"]:
         lines.append(f"Excluded:     {s['excluded_trials']} trial(s) not outcomes (infrastructure or evaluation "
                      "errors, not evaluated): out of every denominator")

@@ -180,7 +180,8 @@ def expected_calls_problem(calls: Any) -> str | None:
         return f"expected_tool_calls must be a list, got {_kind(calls)}"
     for i, call in enumerate(calls):
         if not isinstance(call, dict):
-            return f"expected_tool_calls[{i}] must be an object like {{\"tool\": NAME, \"args\": {{...}}}}, got {_kind(call)}"
+            return (f"expected_tool_calls[{i}] must be an object like {{\"tool\": NAME, \"args\": {{...}}}}, "
+                    f"got {_kind(call)}")
         tool = call.get("tool")
         if not isinstance(tool, str) or not tool:
             return f"expected_tool_calls[{i}] has no 'tool' name (a non-empty string)"

@@ -15,7 +15,8 @@ from pytest_agentbench.benches.mockmed.app import CONDITIONS, serve
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_agentbench.benches.mockmed",
-                                     description="MockMed, the synthetic medical-records app of the UI-change benchmark.")
+                                     description="MockMed, the synthetic medical-records app "
+                                                 "of the UI-change benchmark.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("serve", help="serve MockMed on 127.0.0.1 until Ctrl-C")
     run.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, any free port)")

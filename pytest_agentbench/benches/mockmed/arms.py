@@ -86,7 +86,8 @@ class ScriptAgent(Agent):
         self.position = 0
         self.trace = []
 
-    def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+    def act(self, observation: Observation, task: Task,
+            history: list[tuple[Observation, Action]] | None = None) -> Action:
         tree = observation.accessibility_tree
         if self.position >= len(self.steps):
             shown = banner(tree)

@@ -65,7 +65,8 @@ def missing_packages(python: str | None = None) -> tuple[str, ...]:
     """Which of :data:`PACKAGES` ``python`` (the current interpreter by default) cannot import."""
     if python is None:
         return tuple(name for name in PACKAGES if importlib.util.find_spec(name) is None)
-    code = "import importlib.util, json, sys; print(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is None]))"
+    code = ("import importlib.util, json, sys; "
+            "print(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is None]))")
     try:
         done = subprocess.run([python, "-I", "-c", code, *PACKAGES], capture_output=True, text=True, timeout=60,
                               check=False)

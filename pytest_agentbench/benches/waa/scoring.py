@@ -114,7 +114,8 @@ def metric_specs(evaluator: dict[str, Any]) -> tuple[list[MetricSpec], str]:
     return [MetricSpec(f, r, e, o) for f, r, e, o in zip(func, results, expected, options, strict=True)], conj
 
 
-def combine(values: Sequence[Callable[[], float]] | Sequence[float], conj: str = "and") -> tuple[float, list[float], bool]:
+def combine(values: Sequence[Callable[[], float]] | Sequence[float],
+            conj: str = "and") -> tuple[float, list[float], bool]:
     """Apply the list rule to metric values (or thunks, evaluated lazily in order).
 
     Returns ``(score, values_evaluated, short_circuited)``.

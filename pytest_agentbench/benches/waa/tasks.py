@@ -155,7 +155,8 @@ def check_task_json(data: Any, path: Path) -> dict[str, Any]:
     func = evaluator.get("func")
     if isinstance(func, list):
         if not func or not all(isinstance(f, str) and f for f in func):
-            raise WAATaskError(f"{bad}: 'evaluator.func' must be a metric name or a non-empty list of names, got {func!r}")
+            raise WAATaskError(f"{bad}: 'evaluator.func' must be a metric name or a non-empty list of names, "
+                               f"got {func!r}")
         for key in ("result", "expected", "options"):
             value = evaluator.get(key)
             if key in evaluator and key != "options" and not isinstance(value, list):

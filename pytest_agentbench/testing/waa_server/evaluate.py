@@ -72,7 +72,8 @@ class ReferenceEvaluator:
 
     def _metric(self, spec: scoring.MetricSpec) -> float:
         if spec.func not in SUPPORTED_METRICS or spec.func == "infeasible":
-            raise scoring.CannotScore(f"metric {spec.func!r} is not simulated (supported: {', '.join(SUPPORTED_METRICS)})")
+            raise scoring.CannotScore(f"metric {spec.func!r} is not simulated "
+                                      f"(supported: {', '.join(SUPPORTED_METRICS)})")
         result = self._get(spec.result)
         expected = self._get(spec.expected)
         if spec.func == "exact_match":

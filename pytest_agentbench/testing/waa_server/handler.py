@@ -134,7 +134,8 @@ def platform(fake: FakeWAAServer, request: Request) -> Any:
 @route("/obs_winagent", "GET")
 def obs_winagent(fake: FakeWAAServer, request: Request) -> Any:
     window = fake.focused
-    return 200, {"image": base64.b64encode(fake.screenshot()).decode(), "window_title": window["title"] if window else "",
+    return 200, {"image": base64.b64encode(fake.screenshot()).decode(),
+                 "window_title": window["title"] if window else "",
                  "rect": [0, 0, *fake.screen], "window_names_str": "\n".join(w["title"] for w in fake.windows),
                  "computer_clipboard": None, "human_input": None, "status": "success"}
 
