@@ -82,9 +82,11 @@ def from_settings(cls: type[T], reader: Settings | None, **given: Any) -> T:
     """``cls`` with every :func:`option` field read from ``reader``: the value the option table checked,
     converted; the field's default when the option is not set (or ``reader`` is None). ``given``
     fields are taken as they are."""
+    if reader is None:
+        return cls(**given)
     values: dict[str, Any] = {}
     for f, dest in option_fields(cls):
-        if f.name in given or reader is None:
+        if f.name in given:
             continue
         value = reader.get(dest)
         if value is None or value == []:
