@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.text import one_line
 
 if TYPE_CHECKING:
     from pytest_agentbench.benchmark import Benchmark
@@ -55,18 +56,19 @@ class Manifest:
         return sum(len(s.tasks) for s in self.suites)
 
 
-def _one_line(exc: Exception) -> str:
-    """A pydantic ValidationError's first problem (its own text spans several lines), or ``str(exc)``."""
+def _first_problem(exc: Exception) -> str:
+    """One line for ``exc``: a pydantic ValidationError's first problem, where it is and what is wrong (its
+    own text spans several lines and lists every problem), else ``str(exc)`` on one line."""
     errors = getattr(exc, "errors", None)
     if callable(errors):
         try:
             first = errors()[0]
-            message = " ".join(str(first.get("msg", exc)).removeprefix("Value error, ").split())
+            message = one_line(str(first.get("msg", exc)).removeprefix("Value error, "))
             where = ".".join(str(part) for part in first.get("loc", ()))
             return message if not where or message.startswith(where) else f"{where}: {message}"
         except (IndexError, TypeError, AttributeError):
             pass
-    return " ".join(str(exc).split())
+    return one_line(exc)
 
 
 class Selection(Protocol):
@@ -131,7 +133,7 @@ def resolve(
         except ConfigError:
             raise
         except (ValueError, KeyError, OSError) as exc:
-            raise ConfigError(f"benchmark {name!r} could not list its tasks: {_one_line(exc)}") from None
+            raise ConfigError(f"benchmark {name!r} could not list its tasks: {_first_problem(exc)}") from None
         by_id: dict[str, Any] = {}
         for task in tasks:
             _check_task(name, task)

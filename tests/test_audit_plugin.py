@@ -472,6 +472,11 @@ class Boom:
     def __init__(self):
         raise RuntimeError("no credentials")
 
+class BadSetting:
+    def __init__(self):
+        from pytest_agentbench.errors import ConfigError
+        raise ConfigError("--audit-split must name a split of plain: train, dev")
+
 class NoDeliver:
     name = "nd"
     def task_ids(self, split, limit):
@@ -517,6 +522,7 @@ class Exits(Plain):
      "ERROR: cannot load audit adapter 'audit_parts:Missing': AttributeError: *Missing*"),
     (["--audit-verifier=audit_parts:Boom"],
      "ERROR: cannot construct audit adapter 'audit_parts:Boom': RuntimeError: no credentials"),
+    (["--audit-verifier=audit_parts:BadSetting"], "ERROR: --audit-split must name a split of plain: train, dev"),
     (["--audit-verifier=audit_parts:NoDeliver"], "ERROR: audit adapter 'audit_parts:NoDeliver' lacks deliver()*"),
     (["--audit-verifier=:Adapter"], "ERROR: --audit-verifier ':Adapter': use a registered name or module:Attr"),
     (["--audit-verifier=audit_parts:Plain", "--audit-tasks", "zzz"],

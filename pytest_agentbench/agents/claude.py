@@ -712,15 +712,8 @@ def make_agent(settings: Settings | None) -> ClaudeAgent:
         raise ConfigError(
             f"--bench-agent-model {model} takes only Anthropic's computer_toolset_20260801, which api-claude does not "
             f"speak yet; use a model with the single computer tool, e.g. {DEFAULT_MODEL}")
-    raw_timeout = settings.get("agent_timeout") if settings is not None else None
-    timeout = DEFAULT_TIMEOUT
-    if raw_timeout is not None:
-        try:
-            timeout = float(raw_timeout)
-        except ValueError:
-            timeout = -1.0
-        if not 0 < timeout < math.inf:
-            raise ConfigError(f"--bench-agent-timeout must be a number of seconds > 0, got {raw_timeout!r}")
+    timeout = settings.get("agent_timeout") if settings is not None else None  # checked by the option table
+    timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
     key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
     if not key:
         raise ConfigError("--bench-agent api-claude needs ANTHROPIC_API_KEY: set it to an Anthropic API key "

@@ -80,19 +80,6 @@ def check_url(url: str) -> str:
     return text.rstrip("/")
 
 
-def parse_timeout(text: str | None) -> float:
-    """``--bench-agent-timeout``: seconds > 0 (default 60). Raises ValueError naming the value."""
-    if text is None:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"--bench-agent-timeout must be a number of seconds, got {text!r}") from None
-    if not 0 < value < math.inf:
-        raise ValueError(f"--bench-agent-timeout must be a number of seconds > 0, got {text!r}")
-    return value
-
-
 def task_json(task: Task) -> dict[str, Any]:
     """The task fields an agent needs; the benchmark's raw config stays on this side."""
     return {
@@ -340,10 +327,8 @@ def make_agent(settings: Settings | None) -> HttpAgent:
         url = check_url(url)
     except ValueError as exc:
         raise ConfigError(f"--bench-agent-url: {exc}") from None
-    try:
-        timeout = parse_timeout(settings.get("agent_timeout") if settings is not None else None)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    timeout = settings.get("agent_timeout") if settings is not None else None  # checked by the option table
+    timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
     agent = HttpAgent(url, timeout=timeout)
     try:
         agent.check_health()

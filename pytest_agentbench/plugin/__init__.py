@@ -117,9 +117,10 @@ def pytest_configure(config: pytest.Config) -> None:
         _configure_audit(config)
     if not benchmarks:
         return
+    from pytest_agentbench.plugin.run_settings import settings_from_config
     from pytest_agentbench.plugin.session import STATE_KEY, AgentbenchPlugin, is_worker
 
-    state = AgentbenchPlugin(config, options.settings_from_config(config))
+    state = AgentbenchPlugin(config, settings_from_config(config))
     from pytest_agentbench.plugin.trials import configure_trials
 
     configure_trials(config, controller=not is_worker(config))  # --bench-trials, --bench-compare, --bench-resume
@@ -165,8 +166,9 @@ def _warn_unused_mockmed_options(config: pytest.Config) -> None:
 
 def _configure_audit(config: pytest.Config) -> None:
     from pytest_agentbench.plugin.audit import AUDIT_KEY, AuditSession, AuditXdist
+    from pytest_agentbench.plugin.run_settings import audit_settings_from_config
 
-    session = AuditSession(config, options.audit_settings_from_config(config))
+    session = AuditSession(config, audit_settings_from_config(config))
     config.stash[AUDIT_KEY] = session
     config.pluginmanager.register(session, "agentbench-audit")
     if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):

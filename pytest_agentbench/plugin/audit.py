@@ -23,12 +23,14 @@ import inspect
 import json
 import time
 from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
+from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.plugin import reporting
-from pytest_agentbench.plugin.options import AuditSettings
+from pytest_agentbench.plugin.run_settings import AuditSettings
 
 AUDIT_KEY = pytest.StashKey["AuditSession"]()
 ITEM_KEY = pytest.StashKey[tuple]()
@@ -146,10 +148,20 @@ def _construct(target: Any, spec: str, config: pytest.Config) -> Any:
         params = inspect.signature(target).parameters
     except (TypeError, ValueError):
         params = {}
-    try:
+    with _construction(spec):
         return target(config=config) if "config" in params else target()
+
+
+@contextmanager
+def _construction(spec: str) -> Iterator[None]:
+    """Building the adapter ``spec``: a :class:`ConfigError` is already one line naming the bad setting and
+    passes as it is; anything else is a usage error naming the adapter and the exception."""
+    try:
+        yield
     except pytest.UsageError:
         raise
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() in a constructor is bad input too
         raise pytest.UsageError(f"cannot construct audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
 
@@ -180,12 +192,8 @@ class AuditSession:
         registry = AdapterRegistry()
         self.config.hook.pytest_agentbench_register_audit_adapters(registry=registry)
         if spec in registry:
-            try:
+            with _construction(spec):
                 adapter = registry.create(spec, self.config)
-            except pytest.UsageError:
-                raise
-            except (Exception, SystemExit) as exc:  # noqa: BLE001
-                raise pytest.UsageError(f"cannot construct audit adapter {spec!r}: {type(exc).__name__}: {exc}") from None
         elif ":" in spec:
             adapter = _construct(_import_target(spec, self.config), spec, self.config)
         else:

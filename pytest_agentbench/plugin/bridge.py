@@ -31,9 +31,14 @@ class ConfigSettings:
         self.rootdir = Path(config.rootpath)
 
     def get(self, dest: str) -> Any:
-        """An option of the table (:func:`options.setting`), else pytest's own (``collectonly``)."""
+        """An option of the table (:func:`options.setting`), else pytest's own (``collectonly``). A bad
+        value (possible only in a config pytest has not configured, which checks every value) is a
+        :class:`ConfigError` with the table's message, so library code never sees unchecked text."""
         if dest in BY_DEST:
-            return setting(self.config, dest)
+            try:
+                return setting(self.config, dest, strict=True)
+            except pytest.UsageError as exc:
+                raise ConfigError(str(exc)) from None
         return self.config.getoption(dest, None)
 
 

@@ -22,11 +22,16 @@ import math
 import os
 import shlex
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_agentbench.plugin.run_settings import AuditSettings as AuditSettings
+    from pytest_agentbench.plugin.run_settings import Settings as Settings
+    from pytest_agentbench.plugin.run_settings import audit_settings_from_config as audit_settings_from_config
+    from pytest_agentbench.plugin.run_settings import settings_from_config as settings_from_config
 
 SCREENSHOT_MODES = ("off", "only-on-failure", "on")
 #: The most tasks one run takes (``--bench-limit``): every task is held in memory, in the manifest
@@ -106,10 +111,12 @@ def _argparse_type(parse: Parse) -> Parse:
 
 
 # -- the table --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One setting: its flag (``flag``, plus the accepted old spellings ``old``), where the value
-    goes (``dest``), its ini key, how text becomes a value, its default and its help."""
+    goes (``dest``), its ini key, how text becomes a value, its default and its help.
+
+    A named tuple rather than a frozen dataclass: as immutable, and the table of about a hundred rows
+    is built in a third of the time, in every pytest run of every project that has the plugin."""
 
     flag: str
     dest: str
@@ -168,6 +175,20 @@ def parse_number(flag: str, text: object, *, positive: bool = False, unit: str =
 def _finite(flag: str, *, positive: bool = False, unit: str = "seconds") -> Parse:
     def parse(text: str) -> float:
         return parse_number(flag, text, positive=positive, unit=unit)
+
+    return parse
+
+
+def _probability(flag: str) -> Parse:
+    """A significance level: a number strictly between 0 and 1."""
+    def parse(text: str) -> float:
+        try:
+            value = float(str(text).strip())
+        except ValueError:
+            value = math.nan
+        if not 0 < value < 1:
+            raise ValueError(f"{flag} must be a probability between 0 and 1 such as 0.05, got {text!r}")
+        return value
 
     return parse
 
@@ -421,7 +442,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--bench-fail-on-regression", "fail_on_regression", "with --bench-compare: fail the run when its success "
            "rate is significantly below RUN's.", _TR, kind="flag", old=("--fail-on-regression",), bench_only=True),
     Option("--bench-regression-alpha", "regression_alpha", "significance level of --bench-fail-on-regression "
-           "(default 0.05).", _TR, metavar="P", old=("--regression-alpha",)),
+           "(default 0.05).", _TR, parse=_probability("--bench-regression-alpha"), typed=False, metavar="P",
+           old=("--regression-alpha",)),
     Option("--bench-resume", "resume", "continue an interrupted run in its folder: play only items without a final "
            "record.", _TR, metavar="RUN", old=("--resume",), bench_only=True),
 )
@@ -566,19 +588,27 @@ def setting(config: pytest.Config, dest: str, *, strict: bool = False) -> Any:
     return opt.default if from_ini is None else from_ini
 
 
+#: The values :func:`check_settings` read, kept for :func:`apply_settings` (each is read once a run).
+_CHECKED = pytest.StashKey[dict[str, Any]]()
+
+
 def check_settings(config: pytest.Config) -> None:
     """Every setting read now, so a bad ini value is one usage line before anything starts (the
     command line's values were checked as they were parsed)."""
-    for opt in OPTIONS:
-        setting(config, opt.dest, strict=True)
+    config.stash[_CHECKED] = {opt.dest: setting(config, opt.dest, strict=True) for opt in OPTIONS}
 
 
 def apply_settings(config: pytest.Config) -> None:
     """Every setting's value put where ``config.getoption(dest)`` finds it: ini values, defaults
     and resolved paths, so code reading an option by its dest sees the same as :func:`setting`.
     The values are plain (str, int, float, bool, lists of str): xdist sends them to its workers."""
-    for opt in OPTIONS:
-        setattr(config.option, opt.dest, setting(config, opt.dest))
+    values = config.stash.get(_CHECKED, None)
+    if values is None:
+        values = {opt.dest: setting(config, opt.dest) for opt in OPTIONS}
+    else:
+        del config.stash[_CHECKED]
+    for dest, value in values.items():
+        setattr(config.option, dest, value)
 
 
 def given_on_command_line(config: pytest.Config, dest: str) -> bool:
@@ -632,12 +662,7 @@ def configure(config: pytest.Config) -> None:
     check_settings(config)
 
 
-# -- the settings the run reads, checked together ------------------------------------------------------
-def _whole_number(flag: str, minimum: int, note: str = "", maximum: int | None = None) -> Parse:
-    """An argparse type for a whole number >= ``minimum`` (and <= ``maximum``), errors naming the flag."""
-    return _argparse_type(_whole(flag, minimum, maximum, note))
-
-
+# -- what the run asks for ------------------------------------------------------------------------
 def _listed(values: list[str] | None) -> list[str]:
     """Comma-separated words of a repeatable option, in order."""
     return [part.strip() for text in values or () for part in str(text).split(",") if part.strip()]
@@ -658,90 +683,14 @@ def money_setting(config: pytest.Config, name: str, flag: str = "") -> float | N
     return None if value is None else float(value)
 
 
-@dataclass(frozen=True)
-class Settings:
-    benchmarks: tuple[str, ...]
-    tasks: int | None
-    task_ids: tuple[str, ...]
-    agent: str
-    agent_script: Path | None
-    max_steps: int | None
-    run_name: str | None
-    results_dir: Path
-    screenshots: str
-    baseline: Path | None
-    min_success: float | None
-    inspect_log: Path | None = None
+#: The settings objects, defined in ``plugin/run_settings.py`` (loaded by benchmark and audit runs only)
+#: and importable from here too.
+_RUN_SETTINGS = ("Settings", "AuditSettings", "settings_from_config", "audit_settings_from_config")
 
 
-def _path(value: str | None) -> Path | None:
-    return Path(value) if value else None
+def __getattr__(name: str) -> Any:
+    if name in _RUN_SETTINGS:
+        from pytest_agentbench.plugin import run_settings
 
-
-def settings_from_config(config: pytest.Config) -> Settings:
-    def get(dest: str) -> Any:
-        return setting(config, dest)
-
-    inspect_log = _path(get("inspect_log"))
-    if inspect_log is not None:
-        from pytest_agentbench.record.inspect_log import check_path
-
-        try:
-            inspect_log = check_path(inspect_log)
-        except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
-    return Settings(
-        benchmarks=tuple(benchmarks_requested(config)),
-        tasks=get("tasks"),
-        task_ids=tuple(get("bench_task") or ()),
-        agent=get("agent") or "mock",
-        agent_script=_path(get("agent_script")),
-        max_steps=get("max_steps"),
-        run_name=get("run_name"),
-        results_dir=Path(get("results_dir") or "benchmark_results"),
-        screenshots=get("screenshots") or "only-on-failure",
-        baseline=_path(get("baseline")),
-        min_success=get("min_success"),
-        inspect_log=inspect_log,
-    )
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    verifier: str
-    operators: tuple[str, ...]
-    task_ids: tuple[str, ...]
-    split: str | None
-    limit: int | None  # None = all
-    ignore_fields: tuple[str, ...]
-    out: Path | None
-    appworld_python: str | None
-    appworld_root: str | None
-
-
-def audit_settings_from_config(config: pytest.Config) -> AuditSettings:
-    from pytest_agentbench.audit.operators import OPERATORS
-
-    operators = _listed(setting(config, "operators")) or list(OPERATORS)
-    unknown = [op for op in operators if op not in OPERATORS]
-    if unknown:
-        raise pytest.UsageError(
-            f"unknown operator {', '.join(map(repr, unknown))} in --audit-operators; known: {', '.join(OPERATORS)}")
-    limit = setting(config, "audit_limit")
-    limit = 20 if limit is None else limit
-    return AuditSettings(
-        verifier=audit_requested(config) or "",
-        operators=tuple(dict.fromkeys(operators)),
-        task_ids=tuple(dict.fromkeys(_listed(setting(config, "audit_tasks")))),
-        split=setting(config, "audit_split"),
-        limit=None if limit == 0 else limit,
-        ignore_fields=tuple(_listed(setting(config, "ignore_fields"))),
-        out=_path(setting(config, "audit_out")),
-        appworld_python=setting(config, "appworld_python"),
-        appworld_root=setting(config, "appworld_root"),
-    )
-
-
-def opencomputer_timeout(text: str) -> float:
-    """``--opencomputer-timeout``: a finite number of seconds > 0 (argparse type)."""
-    return float(_argparse_type(BY_DEST["opencomputer_timeout"].check)(text))
+        return getattr(run_settings, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,9 @@ own record and its own trajectory file. The agent is told the trial number and a
 ``--bench-trial-seed``, the benchmark, the task id and the trial, so a rerun with the same base seed
 hands every trial the same seed (what makes ``--bench-resume`` and reruns comparable).
 
-The settings of trials, ``--bench-compare`` and ``--bench-resume`` are validated here, once, at configure time.
+The settings of trials, ``--bench-compare`` and ``--bench-resume`` are the option table's values (checked
+at configure time); here they are read once, the two run folders checked to exist, and the options
+that go together checked together.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.plugin.options import _whole_number, setting
+from pytest_agentbench.plugin.bridge import settings_for, usage_errors
+from pytest_agentbench.settings import from_settings, option
 
 if TYPE_CHECKING:
     from pytest_agentbench.record.runfolder import RunFolder
@@ -31,72 +34,49 @@ SETTINGS_KEY = pytest.StashKey["TrialSettings"]()
 DEFAULT_ALPHA = 0.05
 
 
-@dataclass(frozen=True)
-class TrialSettings:
-    trials: int = 1
-    seed: int = 0
-    compare: Path | None = None
-    fail_on_regression: bool = False
-    alpha: float = DEFAULT_ALPHA
-    resume: Path | None = None
-
-
-
-def _whole(text: str | None, flag: str, minimum: int, default: int) -> int:
-    """The option parser's whole-number rule, as a usage error (the value may come from an ini key)."""
-    import argparse
-
-    if text is None:
-        return default
-    try:
-        return int(_whole_number(flag, minimum)(text))
-    except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
-def _run_path(text: str | None, flag: str) -> Path | None:
-    """A run folder or a results.jsonl; it must exist now, not after an hour of episodes."""
-    if text is None:
-        return None
+def _run_path(text: str) -> Path:
+    """``--bench-compare``: a run folder or a results.jsonl; it must exist now, not after an hour of episodes."""
     path = Path(text)
     file = path / "results.jsonl" if path.is_dir() else path
     if not file.is_file():
-        raise pytest.UsageError(f"{flag} {text}: {file} does not exist; pass a run folder or its results.jsonl")
+        raise ValueError(f"--bench-compare {text}: {file} does not exist; pass a run folder or its results.jsonl")
     return path
 
 
+def _run_folder(text: str) -> Path:
+    """``--bench-resume``: the folder of an earlier run (it has its manifest)."""
+    path = Path(text)
+    if not (path / "manifest.json").is_file():
+        raise ValueError(f"--bench-resume {text}: not a run folder (no manifest.json); pass the folder of the run "
+                         "to continue, e.g. benchmark_results/<run>")
+    return path
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    trials: int = option("trials", 1)
+    seed: int = option("trial_seed", 0)
+    compare: Path | None = option("compare", None, convert=_run_path)
+    fail_on_regression: bool = option("fail_on_regression", False, convert=bool)
+    alpha: float = option("regression_alpha", DEFAULT_ALPHA)
+    resume: Path | None = option("resume", None, convert=_run_folder)
+
+
 def trial_settings(config: pytest.Config) -> TrialSettings:
-    """The validated settings (computed once per process). Bad values are one-line usage errors."""
+    """The settings, as the option table checked them (read once per process), and the checks between
+    them. Bad values are one-line usage errors."""
     cached = config.stash.get(SETTINGS_KEY, None)
     if cached is not None:
         return cached
-    trials = _whole(setting(config, "trials"), "--bench-trials", 1, 1)
-    seed = _whole(setting(config, "trial_seed"), "--bench-trial-seed", 0, 0)
-    alpha_text = setting(config, "regression_alpha")
-    alpha = DEFAULT_ALPHA
-    if alpha_text is not None:
-        try:
-            alpha = float(alpha_text)
-        except ValueError:
-            alpha = -1.0
-        if not 0 < alpha < 1:
-            raise pytest.UsageError(f"--bench-regression-alpha must be a probability between 0 and 1 such as 0.05, got {alpha_text!r}")
-    fail = bool(config.getoption("fail_on_regression", None) or config.getini("agentbench_fail_on_regression"))
-    compare = _run_path(setting(config, "compare"), "--bench-compare")
-    if fail and compare is None:
+    reader = settings_for(config)
+    with usage_errors():
+        settings = from_settings(TrialSettings, reader)
+    if settings.fail_on_regression and settings.compare is None:
         raise pytest.UsageError("--bench-fail-on-regression needs --bench-compare RUN (the run to compare with)")
-    resume_text = config.getoption("resume", None)
-    resume = None
-    if resume_text:
-        resume = Path(resume_text)
-        if not (resume / "manifest.json").is_file():
-            raise pytest.UsageError(f"--bench-resume {resume_text}: not a run folder (no manifest.json); pass the folder "
-                                    "of the run to continue, e.g. benchmark_results/<run>")
-    count = config.getoption("count", None)  # pytest-repeat
+    count = reader.get("count") if reader is not None else None  # pytest-repeat's option, not the table's
     if isinstance(count, int) and count > 1:
         raise pytest.UsageError(f"--count {count} does not repeat benchmark items; use --bench-trials {count} "
                                 "(independent trials with pass@k and intervals)")
-    settings = TrialSettings(trials, seed, compare, fail, alpha, resume)
     config.stash[SETTINGS_KEY] = settings
     return settings
 

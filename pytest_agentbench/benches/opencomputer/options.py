@@ -2,7 +2,7 @@
 ``--opencomputer-*`` options are declared in the option table, ``pytest_agentbench/plugin/options.py``:
 a plain run must not import ``pytest_agentbench.benches``). Each has an ini key ``agentbench_<dest>``;
 the command line wins. Relative paths on the command line are taken from the invocation folder, in
-the ini file from the ini file's folder (as for ``--waa-examples``).
+the ini file from the ini file's folder (as for ``--waa-examples``). Each field names its option.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.benches.opencomputer.checks import DEFAULT_TIMEOUT
+from pytest_agentbench.settings import from_settings, option
 
 if TYPE_CHECKING:
     from pytest_agentbench.settings import Settings
@@ -19,34 +20,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class OpenComputerSettings:
-    tasks: Path | None
-    verifiers: Path | None
-    end_state: Path | None
-    timeout: float
-    judge: str | None
-    verifier_errors: str
-    harness: str = "auto"
-    python: str = "auto"
+    tasks: Path | None = option("opencomputer_tasks", None, convert=Path)
+    verifiers: Path | None = option("opencomputer_verifiers", None, convert=Path)
+    end_state: Path | None = option("opencomputer_end_state", None, convert=Path)
+    timeout: float = option("opencomputer_timeout", DEFAULT_TIMEOUT, convert=float)
+    judge: str | None = option("opencomputer_judge", None, convert=str)
+    verifier_errors: str = option("opencomputer_verifier_errors", "fail")
+    harness: str = option("opencomputer_harness", "auto")
+    python: str = option("opencomputer_python", "auto", convert=str)
 
 
-def opencomputer_settings(settings: Settings) -> OpenComputerSettings:
-    """The options, as checked by the option table."""
-    def get(key: str) -> str | None:
-        value = settings.get(f"opencomputer_{key}")
-        return None if value is None else str(value)
-
-    def folder(key: str) -> Path | None:
-        value = get(key)
-        return Path(value) if value else None
-
-    timeout = settings.get("opencomputer_timeout")
-    return OpenComputerSettings(
-        tasks=folder("tasks"),
-        verifiers=folder("verifiers"),
-        end_state=folder("end_state"),
-        timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
-        judge=get("judge"),
-        verifier_errors=get("verifier_errors") or "fail",
-        harness=get("harness") or "auto",
-        python=get("python") or "auto",
-    )
+def opencomputer_settings(settings: Settings | None) -> OpenComputerSettings:
+    """The options, as checked by the option table (every default outside pytest)."""
+    return from_settings(OpenComputerSettings, settings)

@@ -35,7 +35,7 @@ from pytest_agentbench.benches.waa.upstream import (
 )
 from pytest_agentbench.benchmark import Benchmark, InfrastructureError
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.settings import settings_of
+from pytest_agentbench.settings import from_settings, settings_of
 
 if TYPE_CHECKING:
     from pytest_agentbench.model import Action, Observation, Task, Verdict
@@ -117,17 +117,7 @@ class WAABenchmark(Benchmark):
             return None if value in (None, "") else Path(str(value))
 
         examples = path("examples")
-        allow = get("download_allow")
-        allow_list = allow if isinstance(allow, list) else [allow] if allow else []
-        # every float field (settle, step_pause, ..., download_max_mb) is the option waa_<field>
-        seconds = {f.name: float(get(f.name)) for f in dataclasses.fields(WAASettings)
-                   if f.type == "float" and get(f.name) is not None}
-        ready = get("ready_timeout")
-        waa = WAASettings(
-            server_url=str(get("server") or DEFAULT_SERVER), evaluate_url=get("evaluate_url") or None,
-            cdp_url=get("cdp_url") or None, ready_timeout=None if ready is None else float(ready),
-            download_allow=frozenset(h.strip().lower() for text in allow_list for h in str(text).split(",") if h.strip()),
-            **seconds)
+        waa = from_settings(WAASettings, settings)
         upstream = None
         try:
             upstream_dir = path("upstream")
