@@ -38,7 +38,9 @@ help       ``pytest --help`` likewise                                     <= 1.0
 Both sides run ``python -m pytest -q`` in fresh temporary directories holding an empty
 ``pytest.ini`` (so the rootdir is there), with the same noise plugins disabled. Mock runs keep
 their default screenshot mode (only on failure; the mock agent passes, so neither side writes a
-screenshot) and write their whole run folder. The load average before and after is printed.
+screenshot) and write their whole run folder. Bytecode is kept, as on an installed machine: the
+warm-up pair compiles into a cache of the run's own, even under ``PYTHONDONTWRITEBYTECODE``. The
+load average before and after is printed.
 
     python benchmarks/goals.py [--repeat 5] [--rows item,collect] [--reference-python PY] [--json PATH] [--check]
 
@@ -195,20 +197,13 @@ def row_extradup(reference: str | None) -> tuple[Side, Side]:
     What the reference does not do is left out of ours: pytest runs with its own plugins, this one
     and the plugins of its core dependencies (xdist, pytest-html and pytest-metadata, which every
     install has), not every other pytest plugin installed here (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``;
-    bare pytest with all of those, collecting nothing, costs as much as the whole reference run);
-    and both sides keep their bytecode after the warm-up, in a cache of this row's
-    (``PYTHONPYCACHEPREFIX``), also when ``PYTHONDONTWRITEBYTECODE`` is set (the reference's package
-    is installed compiled; an editable checkout under that variable compiles every module, and pytest
-    rewrites every plugin module, on each run).
+    bare pytest with all of those, collecting nothing, costs as much as the whole reference run).
     """
-    cache = tempfile.mkdtemp(prefix="agentbench-goals-pycache-")
-    atexit.register(shutil.rmtree, cache, True)
-    env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": cache}
     core = ["-p", "xdist.plugin", "-p", "pytest_html.plugin", "-p", "pytest_metadata.plugin"]
     ours = Side([*core, "-p", "pytest_agentbench.plugin", "--bench=extradup"],
-                expect=r"\b24 passed, 3 skipped, 15 xfailed", env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+                expect=r"\b24 passed, 3 skipped, 15 xfailed", env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     ref_cmd = [reference or sys.executable, "-m", "openadapt_evals.extradup", "kill-scan"]
-    return ours, Side([], argv=ref_cmd, expect=r"\| oracle_outage \| PASS \| certified_sor \|.* \| 3 \|", env=env)
+    return ours, Side([], argv=ref_cmd, expect=r"\| oracle_outage \| PASS \| certified_sor \|.* \| 3 \|")
 
 
 def row_trajectory() -> tuple[Side, Side]:
@@ -304,7 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = wanted - {r.name for r in table}
     if unknown:
         parser.error(f"unknown rows {sorted(unknown)}; choose from {[r.name for r in table]}")
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # Bytecode is kept, as on any installed machine: the warm-up pair compiles every module once into
+    # a cache of this run's, also when PYTHONDONTWRITEBYTECODE is set here (an editable checkout under
+    # that variable recompiles the plugin, and pytest re-rewrites its asserts, in every timed run).
+    cache = tempfile.mkdtemp(prefix="agentbench-goals-pycache-")
+    atexit.register(shutil.rmtree, cache, True)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPYCACHEPREFIX": cache}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cpus; repeat {args.repeat}")
     results, missed = [], 0
     header = f"{'row':<11}{'ours':>10}{'ref':>10}  {'unit':<8}{'ratio':>7} {'(min-max)':<14}{'goal':>8}  verdict"

@@ -117,7 +117,7 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
             try:
                 parsed.append(Action.model_validate(raw))
             except ValidationError as exc:
-                from pytest_agentbench.agents.replay import json_line
+                from pytest_agentbench.json_position import json_line
 
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "action"
