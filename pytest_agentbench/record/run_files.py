@@ -145,9 +145,11 @@ def run_summary(records: Sequence[dict[str, Any]], *, run_name: str, benchmarks:
     }
 
 
-def write_summary(folder: RunFolder, summary: dict[str, Any]) -> None:
-    """summary.json and the viewer page that reads the folder (OSError when the disk says no)."""
+def write_summary(folder: RunFolder, summary: dict[str, Any], records: list[dict[str, Any]] | None = None) -> None:
+    """summary.json and the viewer page (OSError when the disk says no). ``records``: the records
+    results.jsonl holds, in its order, when the caller has them; the viewer then takes them, and
+    ``summary``, from here instead of parsing both files back."""
     from pytest_agentbench.record.viewer import write_viewer
 
     folder.write_json(folder.summary_path, summary)
-    write_viewer(folder.path)
+    write_viewer(folder.path, summary=summary if records is not None else None, records=records)

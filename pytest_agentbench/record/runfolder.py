@@ -26,7 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.files import write_atomic
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -167,8 +166,12 @@ class RunFolder:
             handle.write(text)
 
     def write_json(self, path: Path, data: Any) -> None:
-        """Write JSON through a temporary file and a rename, so readers never see half a file."""
-        write_atomic(path, json.dumps(data, indent=2, sort_keys=True), mkdir=True)
+        """Write indented JSON through a temporary file and a rename, so readers never see half a
+        file; in pieces, as summary.json of a few thousand tasks is megabytes of text."""
+        from pytest_agentbench.record.streamed import json_pieces, write_text_pieces
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_pieces(path, json_pieces(data))
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
