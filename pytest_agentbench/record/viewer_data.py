@@ -47,10 +47,11 @@ class RunView:
 
     From ``collect(..., lazy=True)`` the trajectories are an iterator that reads each file as it
     is consumed, and ``data["traj"]`` and ``data["notes"]`` are complete only once it is used up:
-    the page writes every trajectory block before the data block (``viewer_page.page_pieces``)."""
+    the page writes every trajectory block before the data block (``viewer_page.page_pieces``);
+    ``results`` may then be pieces of the array's text, too."""
 
     data: dict[str, Any]
-    results: str = "[]"
+    results: str | Iterable[str] = "[]"
     trajectories: Iterable[str] = field(default_factory=list)
 
 
@@ -82,7 +83,19 @@ def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[d
         "statistics": viewer_statistics(summary, records),
     }
     texts = _embedded(records, _TrajectoryReader(inside), where, notes)
-    return RunView(data, embed_json(records) if results is None else results, texts if lazy else list(texts))
+    if results is not None:
+        return RunView(data, results, texts if lazy else list(texts))
+    if lazy:  # one record at a time: the array's text is as big as results.jsonl
+        return RunView(data, _json_array(records), texts)
+    return RunView(data, embed_json(records), list(texts))
+
+
+def _json_array(values: list[Any]) -> Iterator[str]:
+    """``embed_json(values)`` in pieces, one element each (the same JSON value)."""
+    yield "["
+    for index, value in enumerate(values):
+        yield ("," if index else "") + embed_json(value)
+    yield "]"
 
 
 def _embedded(records: list[dict[str, Any]], reader: _TrajectoryReader, where: list[list[Any]],

@@ -58,11 +58,12 @@ def page_pieces(view: RunView) -> Iterator[str]:
         "CSS": lambda: asset("viewer.css"),
         "JS": lambda: asset("viewer.js"),
         "DATA": lambda: embed_json(view.data),
-        "RESULTS": lambda: view.results,
     }
     for index, piece in enumerate(_PLACEHOLDER.split(asset("viewer.html"))):
         if index % 2 == 0:  # the template's own text
             yield piece
+        elif piece == "RESULTS":
+            yield from (view.results,) if isinstance(view.results, str) else view.results
         elif piece == "TRAJECTORIES":
             for number, text in enumerate(view.trajectories):
                 yield f'<script type="application/json" id="traj-{number}">{text}</script>\n'

@@ -15,10 +15,15 @@ from typing import Any
 
 _STOP = object()
 
+#: Jobs waiting at most: ``submit`` blocks beyond it. Unbounded, the queue grew to hundreds of
+#: tasks' files on a busy machine (the thread waits for the interpreter lock while episodes run),
+#: held in memory and lost with them if the process died.
+PENDING = 32
+
 
 class BackgroundWriter:
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    def __init__(self, pending: int = PENDING) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=pending)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.errors: list[str] = []
