@@ -26,7 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
