@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-#: The write buffer: large enough that the many small pieces of a page cost few system calls.
-BUFFER = 1 << 20
+#: The write buffer: the many small pieces of a page cost few system calls, and the buffer,
+#: allocated whole, stays small beside the run's records.
+BUFFER = 64 * 1024
 
 
 @contextmanager
