@@ -91,10 +91,11 @@ def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[d
 
 
 def _json_array(values: list[Any]) -> Iterator[str]:
-    """``embed_json(values)`` in pieces, one element each (the same JSON value)."""
+    """``embed_json(values)`` in pieces, one element each, keys sorted: the text results.jsonl
+    holds for the records (``RunFolder.append_result``), so the page is the one read from it."""
     yield "["
     for index, value in enumerate(values):
-        yield ("," if index else "") + embed_json(value)
+        yield ("," if index else "") + embed_json(value, sort_keys=True)
     yield "]"
 
 
@@ -483,12 +484,12 @@ def escape_json_text(text: str) -> str:
     return text
 
 
-def embed_json(data: Any) -> str:
+def embed_json(data: Any, *, sort_keys: bool = False) -> str:
     """``data`` as JSON for a script block (ASCII, NaN-free, escaped)."""
     try:
-        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False, sort_keys=sort_keys)
     except ValueError:  # a NaN from a hand-edited file: JSON.parse would reject the whole block
-        text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"))
+        text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"), sort_keys=sort_keys)
     return escape_json_text(text)
 
 
