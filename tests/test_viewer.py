@@ -561,3 +561,42 @@ def test_one_trial_shows_the_wilson_interval(run, pytester, open_viewer):
     assert "Wilson" in metrics and "pass^" not in metrics
     assert viewer.row(results(folder)[0]["task_id"]).is_visible()
     viewer.assert_clean()
+
+
+# -- the page written at the end of a run --------------------------------------------------------
+
+
+def test_the_run_end_page_equals_the_page_read_back_from_the_folder(run, pytester):
+    """The controller hands the viewer its summary and records instead of the files: the page is
+    the one ``agentbench-view`` writes from the folder, byte for byte."""
+    folder = mock_run(run, pytester, "--bench-limit", "4")
+    written = (folder / "viewer.html").read_bytes()
+    assert b'id="traj-3"' in written
+    write_viewer(folder)
+    assert (folder / "viewer.html").read_bytes() == written
+
+
+def test_a_page_that_fails_midway_leaves_the_old_page_and_no_temporary_file(tmp_path):
+    from pytest_agentbench.record.streamed import write_text_pieces
+
+    target = tmp_path / "viewer.html"
+    target.write_text("old page")
+
+    def pieces() -> Iterator[str]:
+        yield "<html>"
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        write_text_pieces(target, pieces(), tmp=tmp_path / ".viewer.html.tmp")
+    assert target.read_text() == "old page"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["viewer.html"]
+
+
+def test_streamed_json_is_the_indented_json_of_the_value():
+    from pytest_agentbench.record.streamed import json_pieces
+
+    value = {"tasks": [{"id": f"t{i}", "score": i / 7, "tags": ["a", "<b>"], "none": None} for i in range(3000)],
+             "é": "ünïcode"}
+    pieces = list(json_pieces(value))
+    assert len(pieces) > 1  # written in parts, not one string
+    assert "".join(pieces) == json.dumps(value, indent=2, sort_keys=True)

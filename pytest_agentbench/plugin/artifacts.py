@@ -17,6 +17,7 @@ from pytest_agentbench.record.run_files import (
     criterion_json,
     write_episode_files,
 )
+from pytest_agentbench.record.runfolder import task_json
 
 if TYPE_CHECKING:
     import pytest
@@ -104,9 +105,13 @@ def save_episode(
         "cost_usd": record.cost_usd,
     }
     trajectory_path = folder.absolute(trajectory_file)
+    # Encoded here, not on the writer thread: a queued job then holds the file's text, a third
+    # of the size of its dicts, and the thread is left with the system calls, which run beside
+    # the next episode instead of waiting for the interpreter.
+    text = task_json(trajectory)
 
     def write_files() -> None:
-        write_episode_files(folder, trajectory_path, trajectory, pngs)
+        write_episode_files(folder, trajectory_path, text, pngs)
 
     state.writer.submit(write_files)
     payload["trajectory"] = trajectory_file

@@ -199,7 +199,9 @@ class RunController:
                 reporting.fail_session(session)
         # The gate is decided first: a failure to write a view must not let a bad run pass.
         try:
-            write_summary(folder, self.summary)
+            # The records are results.jsonl's, in its order, unless a line of it failed: then the
+            # viewer reads the file, which holds what was kept.
+            write_summary(folder, self.summary, self.records if self.write_error is None else None)
         except OSError as exc:
             self.write_error = self.write_error or f"ERROR: could not write the run summary in {folder.path}: {_os_error(exc)}"
         if settings.inspect_log is not None:

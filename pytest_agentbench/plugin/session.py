@@ -72,6 +72,8 @@ class AgentbenchPlugin:
         self._budget: Budget | bool | None = None
         self._estimate: list[str] = []
         self._scrub_impls: list[Any] | None = None
+        #: the items' shared user properties (see ``_shared_property``)
+        self._properties: dict[tuple[tuple[str, Any], type], tuple[str, Any]] = {}
         #: The item being set up, for the ``episode`` fixture (see ``pytest_runtest_setup``).
         self.item: pytest.Item | None = None
         from pytest_agentbench.plugin.task_timeout import own_timeout
@@ -280,18 +282,32 @@ class AgentbenchPlugin:
         payload.update(trial)
         item.config.hook.pytest_agentbench_episode_finished(record=record, item=item, payload=payload)
         item.stash[PAYLOAD_KEY] = payload
+        shared = self._shared_property
         item.user_properties.extend([
             ("task_id", record.task_id),
-            ("benchmark", record.benchmark),
-            ("domain", record.domain),
-            ("agent", record.agent),
-            ("score", f"{record.score:.3f}"),
-            ("steps", record.num_steps),
-            ("verdict", payload["reason"] or ""),
-            ("duration", f"{record.total_time_seconds:.3f}"),
-            ("trial", trial["trial"]),
+            shared(("benchmark", record.benchmark)),
+            shared(("domain", record.domain)),
+            shared(("agent", record.agent)),
+            shared(("score", f"{record.score:.3f}")),
+            shared(("steps", record.num_steps)),
+            shared(("verdict", payload["reason"] or "")),
+            shared(("duration", f"{record.total_time_seconds:.3f}")),
+            shared(("trial", trial["trial"])),
         ])
         return record
+
+    def _shared_property(self, prop: tuple[str, Any]) -> tuple[str, Any]:
+        """One tuple for every item with the same property (most items of a run share their
+        benchmark, agent, score and verdict): the item and each of its three reports hold them
+        to the end of the run. Up to 4,096 distinct ones are kept. Keyed with the value's type,
+        as ``1 == 1.0 == True`` would otherwise share one tuple."""
+        key = (prop, type(prop[1]))
+        kept = self._properties.get(key)
+        if kept is not None:
+            return kept
+        if len(self._properties) < 4096:
+            self._properties[key] = prop
+        return prop
 
     @property
     def budget(self) -> Budget | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_jsonable_python
 
 from pytest_agentbench import metrics as m
+from pytest_agentbench.record.runfolder import task_json
 
 if TYPE_CHECKING:
     from pytest_agentbench.model import Action, Criterion
@@ -91,16 +92,18 @@ def write_png(path: str, observation: Any) -> None:
         handle.write(data)
 
 
-def write_episode_files(folder: RunFolder, trajectory_path: str, trajectory: dict[str, Any],
+def write_episode_files(folder: RunFolder, trajectory_path: str, trajectory: dict[str, Any] | str,
                         pngs: Sequence[tuple[str, Any]] = ()) -> None:
-    """trajectory.json, then the screenshots (``(path, observation)``); the trajectory first, so a
-    screenshot that cannot be drawn does not cost the step record. Every screenshot is tried; the
-    first failure is raised after the others were written."""
+    """trajectory.json (its dict, or its text from ``runfolder.task_json``), then the screenshots
+    (``(path, observation)``); the trajectory first, so a screenshot that cannot be drawn does not
+    cost the step record. Every screenshot is tried; the first failure is raised after the others
+    were written."""
+    text = trajectory if isinstance(trajectory, str) else task_json(trajectory)
     try:
-        folder.write_task_json(trajectory_path, trajectory)
+        folder.write_task_text(trajectory_path, text)
     except FileNotFoundError:  # the first task of this benchmark: make tasks/<bench>/
         os.makedirs(os.path.dirname(trajectory_path), exist_ok=True)
-        folder.write_task_json(trajectory_path, trajectory)
+        folder.write_task_text(trajectory_path, text)
     if pngs:
         os.makedirs(os.path.dirname(pngs[0][0]), exist_ok=True)
     failed: Exception | None = None
@@ -145,9 +148,11 @@ def run_summary(records: Sequence[dict[str, Any]], *, run_name: str, benchmarks:
     }
 
 
-def write_summary(folder: RunFolder, summary: dict[str, Any]) -> None:
-    """summary.json and the viewer page that reads the folder (OSError when the disk says no)."""
+def write_summary(folder: RunFolder, summary: dict[str, Any], records: list[dict[str, Any]] | None = None) -> None:
+    """summary.json and the viewer page (OSError when the disk says no). ``records``: the records
+    results.jsonl holds, in its order, when the caller has them; the viewer then takes them, and
+    ``summary``, from here instead of parsing both files back."""
     from pytest_agentbench.record.viewer import write_viewer
 
     folder.write_json(folder.summary_path, summary)
-    write_viewer(folder.path)
+    write_viewer(folder.path, summary=summary if records is not None else None, records=records)

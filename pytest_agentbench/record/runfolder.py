@@ -26,8 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.files import write_atomic
-
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -160,15 +158,27 @@ class RunFolder:
         JSON in one write (the indented encoder and a rename per task cost more than the episode).
         A value JSON has no form for (a task's config holding a path, say) is written as pydantic
         would dump it, as the per-item dicts are built without ``model_dump``."""
-        from pydantic_core import to_jsonable_python
+        self.write_task_text(path, task_json(data))
 
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=to_jsonable_python)
+    def write_task_text(self, path: str | Path, text: str) -> None:
+        """A per-task file whose JSON text (``task_json``) was made already."""
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
 
     def write_json(self, path: Path, data: Any) -> None:
-        """Write JSON through a temporary file and a rename, so readers never see half a file."""
-        write_atomic(path, json.dumps(data, indent=2, sort_keys=True), mkdir=True)
+        """Write indented JSON through a temporary file and a rename, so readers never see half a
+        file; in pieces, as summary.json of a few thousand tasks is megabytes of text."""
+        from pytest_agentbench.record.streamed import json_pieces, write_text_pieces
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_pieces(path, json_pieces(data))
+
+
+def task_json(data: Any) -> str:
+    """The text of a per-task file (see ``RunFolder.write_task_json``)."""
+    from pydantic_core import to_jsonable_python
+
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=to_jsonable_python)
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from pytest_agentbench.files import write_atomic
+from pytest_agentbench.record.streamed import write_text_pieces
 from pytest_agentbench.record.viewer_data import RunView, collect, embed_json, escape_json_text
-from pytest_agentbench.record.viewer_page import render_html
+from pytest_agentbench.record.viewer_page import page_pieces, render_html
 
 __all__ = ["RUN_FILES", "VIEWER_NAME", "RunView", "collect", "embed_json", "escape_json_text", "main",
            "render_html", "write_viewer"]
@@ -29,18 +30,22 @@ RUN_FILES = ("results.jsonl", "summary.json", "manifest.json")
 # -- public API ---------------------------------------------------------------------------------
 
 
-def write_viewer(run_dir: str | Path) -> Path:
+def write_viewer(run_dir: str | Path, *, summary: dict[str, Any] | None = None,
+                 records: list[dict[str, Any]] | None = None) -> Path:
     """Write ``viewer.html`` into ``run_dir`` and return its path.
 
     Bad or missing data never raises (an interrupted run still gets a viewer that says what is
     missing); only a failure to write the file does. The file is replaced atomically, so a browser
-    reloading it mid-write never sees half a page.
+    reloading it mid-write never sees half a page. It is written as it is made, each trajectory
+    read and written in turn, so its size is never in memory; ``summary`` and ``records``, when
+    the caller holds them (the run's summary and the records of its results.jsonl), are not read
+    back from the folder (see ``viewer_data.collect``).
     """
     run = Path(run_dir)
-    page = render_html(collect(run)).encode("utf-8", "replace")
+    view = collect(run, summary=summary, records=records, lazy=True)
     target = run / VIEWER_NAME
     # A hidden temporary name, so a folder listing mid-write shows no second page.
-    return write_atomic(target, page, tmp=target.with_name("." + VIEWER_NAME + ".tmp"), mode=0o644)
+    return write_text_pieces(target, page_pieces(view), tmp=target.with_name("." + VIEWER_NAME + ".tmp"), mode=0o644)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,30 +43,37 @@ RECORD_LIMIT = 256 * 1024 * 1024
 class RunView:
     """What the page embeds, each as its own JSON block: ``data`` (run facts, metrics, notes and,
     per task, where its trajectory is), ``results`` (the results.jsonl records as one escaped JSON
-    array) and ``trajectories`` (raw escaped text, indexed from ``data["traj"]``)."""
+    array) and ``trajectories`` (raw escaped text, indexed from ``data["traj"]``).
+
+    From ``collect(..., lazy=True)`` the trajectories are an iterator that reads each file as it
+    is consumed, and ``data["traj"]`` and ``data["notes"]`` are complete only once it is used up:
+    the page writes every trajectory block before the data block (``viewer_page.page_pieces``);
+    ``results`` may then be pieces of the array's text, too."""
 
     data: dict[str, Any]
-    results: str = "[]"
-    trajectories: list[str] = field(default_factory=list)
+    results: str | Iterable[str] = "[]"
+    trajectories: Iterable[str] = field(default_factory=list)
 
 
-def collect(run: Path) -> RunView:
+def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[dict[str, Any]] | None = None,
+            lazy: bool = False) -> RunView:
     """Read the run folder into what the page embeds. Tolerates every missing or broken file,
-    and says so in ``data["notes"]``, shown at the top of the page."""
+    and says so in ``data["notes"]``, shown at the top of the page.
+
+    ``summary`` and ``records`` are what the run's writer holds already (the plugin's controller
+    at session end: its summary and the records it appended to results.jsonl, in file order);
+    given, they are not read back from the folder. ``lazy``: see ``RunView``."""
     notes: list[str] = []
     inside = _Inside(run)
-    summary = _read_summary(inside, notes)
-    records, results = _read_records(inside, notes)
+    if summary is None:
+        summary = _read_summary(inside, notes)
+    results: str | None = None
+    if records is None:
+        records, results = _read_records(inside, notes)
     if not records and isinstance(summary.get("tasks"), list):
         records = [r for r in summary["tasks"] if isinstance(r, dict) and r.get("task_id") is not None]
         results = None
-    reader = _TrajectoryReader(inside)
-    where = []
-    for record in records:
-        rel = _trajectory_rel(record)
-        where.append([*reader.load(rel), rel])
-    notes.extend(reader.notes())
-    notes.extend(inside.notes())
+    where: list[list[Any]] = []
     data = {
         "run": _run_facts(run, summary, records),
         "metrics": _metrics_view(summary if _has_metrics(summary) else _compute(records), _tally(records)),
@@ -75,7 +82,35 @@ def collect(run: Path) -> RunView:
         "notes": notes,
         "statistics": viewer_statistics(summary, records),
     }
-    return RunView(data, embed_json(records) if results is None else results, reader.texts)
+    texts = _embedded(records, _TrajectoryReader(inside), where, notes)
+    if results is not None:
+        return RunView(data, results, texts if lazy else list(texts))
+    if lazy:  # one record at a time: the array's text is as big as results.jsonl
+        return RunView(data, _json_array(records), texts)
+    return RunView(data, embed_json(records), list(texts))
+
+
+def _json_array(values: list[Any]) -> Iterator[str]:
+    """``embed_json(values)`` in pieces, one element each, keys sorted: the text results.jsonl
+    holds for the records (``RunFolder.append_result``), so the page is the one read from it."""
+    yield "["
+    for index, value in enumerate(values):
+        yield ("," if index else "") + embed_json(value, sort_keys=True)
+    yield "]"
+
+
+def _embedded(records: list[dict[str, Any]], reader: _TrajectoryReader, where: list[list[Any]],
+              notes: list[str]) -> Iterator[str]:
+    """Each trajectory's escaped text, read as it is asked for; fills ``where`` (one entry per
+    record: its text's index, or None and why, and the path) and, at the end, the notes."""
+    for record in records:
+        rel = _trajectory_rel(record)
+        index, why, text = reader.load(rel)
+        where.append([index, why, rel])
+        if text is not None:
+            yield text
+    notes.extend(reader.notes())
+    notes.extend(reader.inside.notes())
 
 
 class _Inside:
@@ -196,33 +231,36 @@ class _TrajectoryReader:
 
     def __init__(self, inside: _Inside) -> None:
         self.inside = inside
-        self.texts: list[str] = []
+        self.count = 0
         self.total = 0
         self.seen: dict[str, tuple[int | None, str | None]] = {}
         self.missing: list[str] = []
         self.too_big: list[str] = []
 
-    def load(self, rel: str) -> tuple[int | None, str | None]:
-        """The index of the embedded text, or None and why ("missing" or "too big")."""
-        if rel not in self.seen:
-            self.seen[rel] = self._read(rel)
-        return self.seen[rel]
+    def load(self, rel: str) -> tuple[int | None, str | None, str | None]:
+        """The index of the embedded text, or None and why ("missing" or "too big"), and the
+        escaped text when this is the first time ``rel`` is embedded (else None)."""
+        if rel in self.seen:
+            return (*self.seen[rel], None)
+        index, why, text = self._read(rel)
+        self.seen[rel] = (index, why)
+        return index, why, text
 
-    def _read(self, rel: str) -> tuple[int | None, str | None]:
+    def _read(self, rel: str) -> tuple[int | None, str | None, str | None]:
         limit = min(TRAJECTORY_LIMIT, TOTAL_LIMIT - self.total)
         try:
             raw = self.inside.read(rel, limit)
         except SymlinkRefused:
-            return None, "missing"
+            return None, "missing", None
         except OSError:
             self.missing.append(rel)
-            return None, "missing"
+            return None, "missing", None
         if raw is None:
             self.too_big.append(rel)
-            return None, "too big"
+            return None, "too big", None
         self.total += len(raw)
-        self.texts.append(escape_json_text(raw.decode("utf-8", "replace")))
-        return len(self.texts) - 1, None
+        self.count += 1
+        return self.count - 1, None, escape_json_text(raw.decode("utf-8", "replace"))
 
     def notes(self) -> list[str]:
         out = []
@@ -446,12 +484,12 @@ def escape_json_text(text: str) -> str:
     return text
 
 
-def embed_json(data: Any) -> str:
+def embed_json(data: Any, *, sort_keys: bool = False) -> str:
     """``data`` as JSON for a script block (ASCII, NaN-free, escaped)."""
     try:
-        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False, sort_keys=sort_keys)
     except ValueError:  # a NaN from a hand-edited file: JSON.parse would reject the whole block
-        text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"))
+        text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"), sort_keys=sort_keys)
     return escape_json_text(text)
 
 

@@ -14,6 +14,7 @@ import base64
 import hashlib
 import html
 import re
+from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 from importlib import resources
 
@@ -42,21 +43,32 @@ def _csp() -> str:
 
 
 def render_html(view: RunView) -> str:
-    """Fill the page template in one pass, so no value is ever re-scanned for placeholders."""
-    trajectories = "".join(
-        f'<script type="application/json" id="traj-{index}">{text}</script>\n'
-        for index, text in enumerate(view.trajectories)
-    )
-    parts = {
-        "CSP": _csp(),
-        "TITLE": html.escape(f"{view.data['run']['name']} \u00b7 agentbench", quote=True),
-        "CSS": asset("viewer.css"),
-        "JS": asset("viewer.js"),
-        "DATA": embed_json(view.data),
-        "RESULTS": view.results,
-        "TRAJECTORIES": trajectories,
+    """The whole page as one string (``page_pieces`` joined)."""
+    return "".join(page_pieces(view))
+
+
+def page_pieces(view: RunView) -> Iterator[str]:
+    """The page in order, piece by piece, for writing as it is made: the template's text between
+    its placeholders and each placeholder's value, no value ever re-scanned for placeholders.
+    The trajectory blocks come before the data block, so a lazy ``view`` (see ``RunView``) has
+    read them all, and completed ``data``, by the time the data is embedded."""
+    values: dict[str, Callable[[], str]] = {
+        "CSP": _csp,
+        "TITLE": lambda: html.escape(f"{view.data['run']['name']} \u00b7 agentbench", quote=True),
+        "CSS": lambda: asset("viewer.css"),
+        "JS": lambda: asset("viewer.js"),
+        "DATA": lambda: embed_json(view.data),
     }
-    return _PLACEHOLDER.sub(lambda match: parts[match.group(1)], asset("viewer.html"))
+    for index, piece in enumerate(_PLACEHOLDER.split(asset("viewer.html"))):
+        if index % 2 == 0:  # the template's own text
+            yield piece
+        elif piece == "RESULTS":
+            yield from (view.results,) if isinstance(view.results, str) else view.results
+        elif piece == "TRAJECTORIES":
+            for number, text in enumerate(view.trajectories):
+                yield f'<script type="application/json" id="traj-{number}">{text}</script>\n'
+        else:
+            yield values[piece]()
 
 
 def csp_hash(source: str) -> str:
