@@ -394,9 +394,8 @@ class _UnknownHostKey(Exception):
 
 
 def _reject_policy(paramiko: Any) -> Any:
-    # paramiko is untyped, so the base class is Any: --strict (disallow_subclassing_any) rejects that,
-    # the default mypy gate does not check it (hence unused-ignore).
-    class Reject(paramiko.MissingHostKeyPolicy):  # type: ignore[misc, unused-ignore]  # untyped base: see above
+    # paramiko is untyped, so the base class is Any, which strict mypy (disallow_subclassing_any) rejects.
+    class Reject(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]  # untyped base: see above
         def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
             raise _UnknownHostKey(hostname, key)
 
@@ -404,7 +403,7 @@ def _reject_policy(paramiko: Any) -> Any:
 
 
 def _accept_policy(paramiko: Any) -> Any:
-    class AcceptAny(paramiko.MissingHostKeyPolicy):  # type: ignore[misc, unused-ignore]  # as in _reject_policy
+    class AcceptAny(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]  # as in _reject_policy
         def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
             log.warning("SSH host key of %s NOT verified (insecure_accept_any_host_key=True): %s %s",
                         hostname, key.get_name(), fingerprint(key))

@@ -34,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.addoption(parser)  # every option and ini key, from the table in options.py
 
 
-def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[dict]) -> None:
+def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[dict[str, Any]]) -> None:
     mockmed = [r for r in records if r.get("benchmark") == "mockmed"]
     if mockmed:
         from pytest_agentbench.benches.mockmed.report import render
@@ -118,7 +118,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not benchmarks:
         return
     from pytest_agentbench.plugin.run_settings import settings_from_config
-    from pytest_agentbench.plugin.session import STATE_KEY, AgentbenchPlugin, is_worker
+    from pytest_agentbench.plugin.session import AgentbenchPlugin, is_worker
+    from pytest_agentbench.plugin.state import STATE_KEY
 
     state = AgentbenchPlugin(config, settings_from_config(config))
     from pytest_agentbench.plugin.trials import configure_trials
@@ -189,7 +190,8 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
         return MockBenchmark()
 
     def mockmed(config: pytest.Config | None) -> Benchmark:
-        from pytest_agentbench.benches.mockmed.bench import ARMS, CONDITIONS, MockMedBenchmark
+        from pytest_agentbench.benches.mockmed.arms import ARMS
+        from pytest_agentbench.benches.mockmed.bench import CONDITIONS, MockMedBenchmark
 
         def listed(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
             raw = config.getoption(name) if config is not None else None
@@ -361,7 +363,7 @@ def agentbench_agent(pytestconfig: pytest.Config) -> Agent:
 
 
 @pytest.fixture(scope="session")
-def agentbench_vm(pytestconfig: pytest.Config) -> dict | None:
+def agentbench_vm(pytestconfig: pytest.Config) -> dict[str, Any] | None:
     """The cloud VM this process leased (``--pool aws|azure``), as a dict: ``name``,
     ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``, ``host_key``, ``created_at``.
     Without xdist the first use creates the run's one VM. None with a static pool or no pool."""
@@ -425,7 +427,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
         box.close()
 
 
-def audit_run(request: pytest.FixtureRequest) -> dict:
+def audit_run(request: pytest.FixtureRequest) -> dict[str, Any]:
     """Audits the item's task (once per task per process) during setup and returns this item's
     run result. Runs that could not be judged (error, invalid control, no reference) fail here,
     so pytest reports them as errors."""
@@ -455,7 +457,7 @@ def _short_agent(agentbench_agent: Agent) -> Agent:
     return agentbench_agent
 
 
-def _short_vm(agentbench_vm: dict | None) -> dict | None:
+def _short_vm(agentbench_vm: dict[str, Any] | None) -> dict[str, Any] | None:
     return agentbench_vm
 
 

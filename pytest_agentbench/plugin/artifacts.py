@@ -120,7 +120,7 @@ def save_episode(
     return payload
 
 
-def _task_key():
+def _task_key() -> pytest.StashKey[dict[str, Any]]:
     from pytest_agentbench.plugin.state import TASK_KEY
 
     return TASK_KEY

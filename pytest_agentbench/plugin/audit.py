@@ -33,8 +33,8 @@ from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.run_settings import AuditSettings
 
 AUDIT_KEY = pytest.StashKey["AuditSession"]()
-ITEM_KEY = pytest.StashKey[tuple]()
-RUN_KEY = pytest.StashKey[dict]()
+ITEM_KEY = pytest.StashKey[tuple[str, str]]()  # (task id, operator)
+RUN_KEY = pytest.StashKey[dict[str, Any]]()
 PAYLOAD_ATTR = "agentbench_audit"  # the report attribute holding the run (plain JSON)
 #: The status word of each run class on the call report (the others get pytest's words).
 STATUS_WORDS = {"killed": ("passed", ".", "KILLED"), "equivalent": ("passed", ".", "EQUIVALENT"),
@@ -44,7 +44,7 @@ WORKER_INPUT = "agentbench_audit"
 PROTOCOL = ("task_ids", "reference", "deliver")
 
 
-class AuditFailed(pytest.fail.Exception):  # type: ignore[name-defined]  # pytest types it as an attribute, not a class name
+class AuditFailed(pytest.fail.Exception):  # type: ignore[name-defined, misc]  # pytest types it as an attribute (Any)
     """A false accept. Reads as pytest's ``Failed`` in reports."""
 
     __module__ = "builtins"

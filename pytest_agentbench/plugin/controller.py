@@ -98,14 +98,14 @@ class RunController:
             payload = self._crash_payload(report)
             if not payload:
                 return
-        if report.when == "call" or report.failed or report.skipped or report.outcome == "rerun":
+        if report.when == "call" or report.failed or report.skipped or reporting.is_rerun(report):
             # The report's own dict, not a copy: the record is held once (the item dropped it when
             # the report took it; pytest-html's row hook still reads it from the report).
             record = payload
             record["status"] = status_of(report)
             setup = self.setup_seconds.pop(report.nodeid, 0.0) if report.when == "call" else 0.0
             record["duration"] = round(setup + report.duration, 6)
-            if report.outcome == "rerun":
+            if reporting.is_rerun(report):
                 # A rerun plugin will play the item again: this attempt goes into the final
                 # attempt's record, so the run has one record per item and counts final outcomes.
                 self.attempts.setdefault(report.nodeid, []).append(attempt_summary(record))
@@ -156,7 +156,7 @@ class RunController:
         task = self._tasks_by_nodeid.get(report.nodeid)
         if task is None:
             return None
-        from pytest_agentbench.plugin.artifacts import base_payload
+        from pytest_agentbench.record.run_files import base_payload
 
         message = " ".join(str(report.longrepr or "the process running this item died").split())[:500]
         payload = base_payload(report.nodeid, task, self.state.settings.agent)

@@ -20,7 +20,7 @@ Formulas (written down in docs/user-guide.md):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import pytest
@@ -36,13 +36,13 @@ def step_estimate(config: pytest.Config, registry: Any, agent_name: str,
     """The agent's own estimate: its registered estimator (needs no key), else a built agent's."""
     estimator = registry.estimators.get(agent_name)
     if estimator is not None:
-        return estimator(config, screen)
+        return cast("StepEstimate | None", estimator(config, screen))
     try:
         agent = registry.create(agent_name, config)
     except Exception:  # noqa: BLE001 - an agent that cannot be built here has no estimate
         return None
     try:
-        return agent.estimate_step(screen)
+        return cast("StepEstimate | None", agent.estimate_step(screen))
     finally:
         agent.close()
 

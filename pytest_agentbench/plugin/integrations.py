@@ -105,4 +105,6 @@ class AllureReports:
         files += [(shot, AttachmentType.PNG) for shot in payload.get("screenshots", [])]
         for relative, kind in files:
             if relative and (folder / relative).is_file():
-                attach.file(str(folder / relative), name=Path(relative).name, attachment_type=kind)
+                # allure-pytest ships no type information for its attach API
+                attach.file(str(folder / relative), name=Path(relative).name,  # type: ignore[no-untyped-call]
+                            attachment_type=kind)

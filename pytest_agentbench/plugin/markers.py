@@ -25,7 +25,7 @@ KNOWN = frozenset({
 })
 
 
-_CLAIMED = pytest.StashKey[frozenset]()
+_CLAIMED = pytest.StashKey[frozenset[str]]()
 
 
 def claimed(config: pytest.Config) -> frozenset[str]:
@@ -51,7 +51,7 @@ def marker_name(name: str, taken: frozenset[str]) -> str:
     return PREFIX + name if name in taken else name
 
 
-_DECORATORS = pytest.StashKey[dict]()
+_DECORATORS = pytest.StashKey[dict[str, pytest.MarkDecorator]]()
 
 
 def mark(item: pytest.Item, name: str, taken: frozenset[str]) -> None:

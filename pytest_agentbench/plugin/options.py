@@ -674,7 +674,8 @@ def benchmarks_requested(config: pytest.Config) -> list[str]:
 
 
 def audit_requested(config: pytest.Config) -> str | None:
-    return setting(config, "audit_verifier")
+    value = setting(config, "audit_verifier")
+    return None if value is None else str(value)
 
 
 def money_setting(config: pytest.Config, name: str, flag: str = "") -> float | None:

@@ -8,7 +8,7 @@ import pytest
 from pytest_agentbench.outcomes import Outcome
 
 
-class EpisodeFailed(pytest.fail.Exception):  # type: ignore[name-defined]  # pytest types it as an attribute, not a class name
+class EpisodeFailed(pytest.fail.Exception):  # type: ignore[name-defined, misc]  # pytest types it as an attribute (Any)
     """A scored failure (checker said no, or the agent erred). The only exception a ``--bench-baseline``
     xfail accepts, so infrastructure errors of known-failing tasks still show as errors.
 

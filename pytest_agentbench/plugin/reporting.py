@@ -44,11 +44,18 @@ def attach(report: pytest.TestReport, attr: str, payload: dict[str, Any], locati
     return True
 
 
+def is_rerun(report: pytest.TestReport) -> bool:
+    """True for a pytest-rerunfailures ``rerun`` report: that plugin sets an outcome outside the
+    three pytest's types name."""
+    outcome: str = report.outcome
+    return outcome == "rerun"
+
+
 def own_status(report: pytest.TestReport) -> bool:
     """True when the layer's status word (KILLED, PAID, ...) applies to ``report``: its call
     report, not an xfail (pytest's own words), and not a pytest-rerunfailures ``rerun`` report,
     which keeps its own status (the attempt is played again)."""
-    return report.when == "call" and not hasattr(report, "wasxfail") and report.outcome != "rerun"
+    return report.when == "call" and not hasattr(report, "wasxfail") and not is_rerun(report)
 
 
 def is_controller(config: pytest.Config) -> bool:

@@ -415,7 +415,7 @@ class AgentbenchPlugin:
 
     def _payload_without_episode(self, item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
         """A record for an item that failed before its episode could run (a fixture raised)."""
-        from pytest_agentbench.plugin.artifacts import base_payload
+        from pytest_agentbench.record.run_files import base_payload
 
         task = item.stash[TASK_KEY]
         crash = getattr(report.longrepr, "reprcrash", None)

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 
 STATE_KEY = pytest.StashKey["AgentbenchPlugin"]()
 OUTCOME_KEY = pytest.StashKey["Outcome"]()
-PAYLOAD_KEY = pytest.StashKey[dict]()
+PAYLOAD_KEY = pytest.StashKey[dict[str, Any]]()
 PAYLOAD_ATTR = "agentbench"  # the report attribute holding the item's record (plain JSON)
 #: An episode item's task (a plain dict from the manifest); only episode items carry it.
-TASK_KEY = pytest.StashKey[dict]()
+TASK_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def is_episode_item(item: pytest.Item) -> bool:

@@ -37,19 +37,19 @@ NAME = "extradup"
 PAYLOAD_ATTR = "agentbench_extradup"
 
 
-class PaidWrong(pytest.fail.Exception):  # type: ignore[name-defined]  # pytest types it as an attribute, not a class name
+class PaidWrong(pytest.fail.Exception):  # type: ignore[name-defined, misc]  # pytest types it as an attribute (Any)
     """The reward paid a wrong write. Reads as pytest's ``Failed`` in reports."""
 
     __module__ = "builtins"
 
 
-class OverRefusal(pytest.fail.Exception):  # type: ignore[name-defined]  # pytest types it as an attribute, not a class name
+class OverRefusal(pytest.fail.Exception):  # type: ignore[name-defined, misc]  # pytest types it as an attribute (Any)
     """The reward refused the correct write. Reads as pytest's ``Failed`` in reports."""
 
     __module__ = "builtins"
 
 
-class RewardError(pytest.fail.Exception):  # type: ignore[name-defined]  # pytest types it as an attribute, not a class name
+class RewardError(pytest.fail.Exception):  # type: ignore[name-defined, misc]  # pytest types it as an attribute (Any)
     """The reward raised, or returned something other than a bool, a number or None."""
 
     __module__ = "builtins"

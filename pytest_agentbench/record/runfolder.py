@@ -54,7 +54,7 @@ class RunFolder:
         self.root = str(self.path)
         self._results_fd: int | None = None
         self._results_size = 0
-        self._closer: weakref.finalize | None = None
+        self._closer: weakref.finalize[..., Any] | None = None
 
     @classmethod
     def create(cls, results_dir: Path, run_name: str) -> RunFolder:

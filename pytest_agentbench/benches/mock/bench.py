@@ -10,10 +10,13 @@ something reads them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benchmark import Benchmark
 from pytest_agentbench.model import Action, Criterion, Observation, Task, Verdict
+
+if TYPE_CHECKING:
+    from PIL import ImageFont
 
 #: The Windows Agent Arena domains, in the reference tool's order; mock tasks use the first three
 #: unless told otherwise.
@@ -99,7 +102,7 @@ def render_window(task_id: str, step: int, typed: str, clicked: list[str]) -> by
     return buffer.getvalue()
 
 
-def _font():
+def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     """Pillow's built-in font at a readable size (Pillow >= 10.1), else its small bitmap font."""
     from PIL import ImageFont
 

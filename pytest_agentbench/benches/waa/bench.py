@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_agentbench.benches.waa import scoring
 from pytest_agentbench.benches.waa.settings import DEFAULT_SERVER, WAASettings
@@ -214,7 +214,7 @@ class WAABenchmark(Benchmark):
             after_setup = getattr(client, "after_setup", None)
             if after_setup is not None:
                 after_setup()
-            return client.observe()
+            return cast("Observation", client.observe())
         except InfrastructureError:
             self._ready = False  # probe again before the next episode
             raise
@@ -223,14 +223,14 @@ class WAABenchmark(Benchmark):
         client = self.client
         try:
             client.act(action)
-            return client.observe()
+            return cast("Observation", client.observe())
         except InfrastructureError:
             self._ready = False
             raise
 
     def evaluate(self, task: Task, final_action: Action | None) -> Verdict:
         if self.settings.evaluate_url is not None:
-            return self.client.evaluate(task.raw_config, final_action)
+            return cast("Verdict", self.client.evaluate(task.raw_config, final_action))
         if self.upstream is None:
             from pytest_agentbench.benchmark import EvaluationError
 
