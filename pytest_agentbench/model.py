@@ -50,11 +50,13 @@ class Task(_Model):
 
     task_id: str = Field(min_length=1, description="The benchmark's own task id (no brackets, '::' or whitespace).")
     instruction: str = Field(default="", description="What the agent is asked to do.")
-    domain: str = Field(default="default", description="Domain (application or area) of the task; also a pytest marker.")
+    domain: str = Field(default="default",
+                        description="Domain (application or area) of the task; also a pytest marker.")
     benchmark: str = Field(default="", description="Registry name of the benchmark.")
     #: The task's own step limit. An explicit ``--bench-max-steps`` beats it (see ``episode.step_limit``).
     time_limit_steps: int | None = Field(default=None, ge=1,
-                                         description="The task's own step limit; an explicit --bench-max-steps beats it.")
+                                         description="The task's own step limit; an explicit --bench-max-steps "
+                                                     "beats it.")
     tags: list[str] = Field(default_factory=list, description="Free tags; -k matches them.")
     initial_state_ref: str | None = Field(
         default=None, description="Reference to the task's start state (snapshot, fixture file), if any.")
@@ -154,7 +156,8 @@ class Action(_Model):
     keys: list[str] = Field(default_factory=list, description='Keys of a hotkey action, e.g. ["ctrl", "s"].')
     scroll_direction: Literal["up", "down", "left", "right"] | None = Field(
         default=None, description="Direction of a scroll action.")
-    scroll_amount: int | None = Field(default=None, description="Amount of a scroll action, in the environment's units.")
+    scroll_amount: int | None = Field(
+        default=None, description="Amount of a scroll action, in the environment's units.")
     seconds: float | None = Field(default=None, ge=0, description="Duration of a wait action.")
     answer: str | None = Field(default=None, description="The agent's answer (answer actions).")
     reason: str | None = Field(default=None, description="The agent's stated reason or reasoning for this action.")

@@ -34,7 +34,8 @@ class MockAgent(Agent):
 
     name = "mock"
 
-    def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+    def act(self, observation: Observation, task: Task,
+            history: list[tuple[Observation, Action]] | None = None) -> Action:
         from pytest_agentbench.model import Action
 
         if history:
@@ -50,7 +51,8 @@ class NoopAgent(Agent):
 
     name = "noop"
 
-    def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+    def act(self, observation: Observation, task: Task,
+            history: list[tuple[Observation, Action]] | None = None) -> Action:
         from pytest_agentbench.model import Action
 
         return Action(type="done")
@@ -72,7 +74,8 @@ class ScriptedAgent(Agent):
     def reset(self) -> None:
         self._position = 0
 
-    def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+    def act(self, observation: Observation, task: Task,
+            history: list[tuple[Observation, Action]] | None = None) -> Action:
         from pytest_agentbench.model import Action
 
         script = self.scripts.get(task.task_id, self.scripts.get("*"))

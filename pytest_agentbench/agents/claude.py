@@ -406,7 +406,8 @@ class ClaudeAgent(Agent):
         except anthropic.APIStatusError as exc:
             raise ClaudeAPIError(self._scrub(_status_message(exc))) from None
         except anthropic.APITimeoutError:
-            raise ClaudeAPIError(f"Claude API request timed out after {self.timeout:g}s (and the SDK's retries)") from None
+            raise ClaudeAPIError(f"Claude API request timed out after {self.timeout:g}s "
+                                 "(and the SDK's retries)") from None
         except anthropic.APIConnectionError as exc:
             reason = shorten(exc, 300, within=False)
             raise ClaudeAPIError(self._scrub(f"Claude API unreachable after the SDK's retries: {reason}")) from None
@@ -673,7 +674,8 @@ def _status_message(exc: Any) -> str:
         error = inner if isinstance(inner, dict) else body
         detail = ": ".join(str(p) for p in (error.get("type"), error.get("message")) if p)
     status = getattr(exc, "status_code", "?")
-    retried = " (after the SDK's retries)" if status in (408, 409, 429) or (isinstance(status, int) and status >= 500) else ""
+    retried = (" (after the SDK's retries)" if status in (408, 409, 429) or (isinstance(status, int) and status >= 500)
+               else "")
     return shorten(f"Claude API HTTP {status}{retried}: {detail or type(exc).__name__}", 300, within=False)
 
 

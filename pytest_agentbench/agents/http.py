@@ -162,7 +162,8 @@ class HttpAgent(Agent):
     #: failing together do not retry in step.
     jitter_seconds = 0.5
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self.url = check_url(url)
         self.timeout = timeout
         #: Sent with every request, so a server shared by several processes (xdist workers) can
@@ -217,7 +218,8 @@ class HttpAgent(Agent):
         return usage
 
     # -- acting ------------------------------------------------------------------------------------
-    def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+    def act(self, observation: Observation, task: Task,
+            history: list[tuple[Observation, Action]] | None = None) -> Action:
         history = history or []
         if self._needs_reset or self._task_id != task.task_id:
             self._send_reset(task)

@@ -346,7 +346,8 @@ class ReplayAgent(Agent):
     def workflow_for(self, task: Task) -> Workflow | None:
         return self.workflows.get(task.task_id, self.default)
 
-    def act(self, observation: Observation, task: Task, history: list[tuple[Observation, Action]] | None = None) -> Action:
+    def act(self, observation: Observation, task: Task,
+            history: list[tuple[Observation, Action]] | None = None) -> Action:
         workflow = self.workflow_for(task)
         if workflow is None:
             return Action(type="error", reason=f"no compiled workflow for task {task.task_id} in {self.source}")

@@ -151,7 +151,8 @@ def _warn_unused_bench_options(config: pytest.Config) -> None:
     given = [opt.flag for opt in options.OPTIONS if opt.bench_only and options.given_on_command_line(config, opt.dest)]
     if given and not hasattr(config, "workerinput"):
         config.issue_config_time_warning(pytest.PytestConfigWarning(
-            f"{', '.join(given)} given without --bench: nothing uses it (name a benchmark with --bench NAME)"), stacklevel=2)
+            f"{', '.join(given)} given without --bench: nothing uses it "
+            "(name a benchmark with --bench NAME)"), stacklevel=2)
 
 
 def _warn_unused_mockmed_options(config: pytest.Config) -> None:
@@ -205,7 +206,8 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
                                 runs or 3, driver or "headless", workflow)
 
     registry.register("mock", mock, description="offline synthetic window; tests the harness, no VM or key")
-    registry.register("mockmed", mockmed, description="a local medical-records web app: does a workflow survive a UI change?")
+    registry.register("mockmed", mockmed,
+                      description="a local medical-records web app: does a workflow survive a UI change?")
 
     @builtin
     def waa(settings: Settings | None) -> Benchmark:
@@ -213,7 +215,8 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 
         return WAABenchmark.from_config(settings)
 
-    registry.register("waa", waa, description="Windows Agent Arena tasks on a live WAA server (--waa-examples, --waa-server)")
+    registry.register("waa", waa,
+                      description="Windows Agent Arena tasks on a live WAA server (--waa-examples, --waa-server)")
 
     def extradup(config: pytest.Config | None) -> object:
         from pytest_agentbench.plugin.suites import ExtraDup
@@ -234,7 +237,8 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
                                                      limits=session_limits(config))
 
     registry.register("opencomputer", opencomputer,
-                      description="OpenComputer tasks, set up and graded by its own harness code in a sandbox (--opencomputer-tasks CHECKOUT)")
+                      description="OpenComputer tasks, set up and graded by its own harness code in a sandbox "
+                                  "(--opencomputer-tasks CHECKOUT)")
 
     registry.register_suite("extradup", extradup, description="does a reward pay for wrong writes? (MockMed records)")
 
@@ -296,10 +300,13 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
 
         return estimate_for(settings_for(config), screen)
 
-    registry.register("api-claude", api_claude, description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)",
+    registry.register("api-claude", api_claude,
+                      description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)",
                       estimate=api_claude_estimate)
-    registry.register("http", http, description="an agent served elsewhere: --bench-agent-url URL (POST /act, /reset; GET /health)")
-    registry.register("replay", replay, description="replays a compiled workflow per task: --bench-replay-bundles DIR/<task id>/workflow.json")
+    registry.register("http", http,
+                      description="an agent served elsewhere: --bench-agent-url URL (POST /act, /reset; GET /health)")
+    registry.register("replay", replay, description="replays a compiled workflow per task: "
+                                                    "--bench-replay-bundles DIR/<task id>/workflow.json")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -39,9 +39,10 @@ def save_episode(
     payload = base_payload(item.nodeid, item.stash[_task_key()], record.agent)
     verdict = record.verdict
     criteria = [criterion_json(c) for c in verdict.criteria] if verdict else []
-    steps_json: list[dict[str, Any]] = [{"index": step.index, "action": action_json(step.action), "reasoning": step.reasoning,
-                   "seconds": step.seconds, "screenshot_path": step.screenshot_path, "cost_usd": step.cost_usd,
-                   "usage": step.usage, "label": step.action.describe()} for step in record.steps]
+    steps_json: list[dict[str, Any]] = [
+        {"index": step.index, "action": action_json(step.action), "reasoning": step.reasoning,
+         "seconds": step.seconds, "screenshot_path": step.screenshot_path, "cost_usd": step.cost_usd,
+         "usage": step.usage, "label": step.action.describe()} for step in record.steps]
     final_json = None
     if record.final_action is not None:  # the last step's action, whose dict is built already
         last = record.steps[-1] if record.steps else None

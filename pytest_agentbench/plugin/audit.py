@@ -254,7 +254,8 @@ class AuditSession:
         node.workerinput[WORKER_INPUT] = {"name": self.name, "tasks": list(self.task_ids)}
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
+                                                                                   pytest.CollectReport]:
         report = yield
         if isinstance(collector, pytest.Session) and self.task_ids:
             if self.config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -298,7 +299,8 @@ class AuditSession:
         return {**base, **run.to_dict()}
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if isinstance(item, AuditItem) and RUN_KEY in item.stash:
             reporting.attach(report, PAYLOAD_ATTR, item.stash[RUN_KEY], item.nodeid)
@@ -341,7 +343,8 @@ class AuditSession:
         from pytest_agentbench.audit.report import by_operator
 
         tasks, runs = self._ordered()
-        operators = [o for o in self.settings.operators if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
+        operators = [o for o in self.settings.operators
+                     if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
         keys = ("equivalent", "false-accept", "invalid", "killed", "not-delivered", "refused", "unconfirmed")
         counts = by_operator(runs, operators)
         describe = getattr(self.adapter, "describe", None)
@@ -358,7 +361,8 @@ class AuditSession:
                 "false_accepts": sum(1 for r in runs if r["run_class"] == "false-accept"),
                 "tasks": len(tasks),
                 "tasks_audited": sum(1 for t in tasks if t["status"] in ("audited", "control-failed")),
-                "tasks_with_false_accept": sum(1 for t in tasks if any(r["run_class"] == "false-accept" for r in t["runs"])),
+                "tasks_with_false_accept": sum(1 for t in tasks
+                                               if any(r["run_class"] == "false-accept" for r in t["runs"])),
             },
             "tasks": [{**{k: t[k] for k in ("task_id", "status", "reason", "seconds", "control_verdict")},
                        "runs": [{k: r.get(k) for k in fields} for r in t["runs"]]} for t in tasks],
@@ -382,7 +386,8 @@ class AuditSession:
         from pytest_agentbench.audit.report import render
 
         tasks, runs = self._ordered()
-        operators = [o for o in self.settings.operators if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
+        operators = [o for o in self.settings.operators
+                     if any(r["operator"] == o for r in runs)] or list(self.settings.operators)
         tr = terminalreporter
         seconds = sum(t["seconds"] for t in tasks)
         reporting.write_block(tr, "verifier audit", render(self.name, tasks, runs, operators, seconds))

@@ -152,7 +152,8 @@ class RunController:
 
             manifest = self.state.manifest
             self._tasks_by_nodeid = {task_nodeid(suite.name, task): task
-                                     for suite in (manifest.suites if manifest is not None else []) for task in suite.tasks}
+                                     for suite in (manifest.suites if manifest is not None else [])
+                                     for task in suite.tasks}
         task = self._tasks_by_nodeid.get(report.nodeid)
         if task is None:
             return None
@@ -203,7 +204,8 @@ class RunController:
             # viewer reads the file, which holds what was kept.
             write_summary(folder, self.summary, self.records if self.write_error is None else None)
         except OSError as exc:
-            self.write_error = self.write_error or f"ERROR: could not write the run summary in {folder.path}: {_os_error(exc)}"
+            self.write_error = self.write_error or (f"ERROR: could not write the run summary in {folder.path}: "
+                                                    f"{_os_error(exc)}")
         if settings.inspect_log is not None:
             from pytest_agentbench.record.inspect_log import write_inspect_log
 
@@ -212,8 +214,8 @@ class RunController:
                 self.inspect_log = write_inspect_log(settings.inspect_log, self.summary, self.records, folder.path,
                                                      status=status)
             except OSError as exc:
-                self.write_error = self.write_error or (f"ERROR: could not write the Inspect log {settings.inspect_log}: "
-                                                        f"{_os_error(exc)}")
+                self.write_error = self.write_error or ("ERROR: could not write the Inspect log "
+                                                        f"{settings.inspect_log}: {_os_error(exc)}")
         if self.file_errors and not self.write_error:
             self.write_error = (f"ERROR: {len(self.file_errors)} task file(s) could not be written in {folder.path}; "
                                 f"first: {self.file_errors[0]}")
@@ -230,7 +232,8 @@ class RunController:
         budget = self.state.budget
         if budget is None:
             return None
-        skipped = sum(1 for r in self.records if r.get("status") == "skipped" and "budget spent" in str(r.get("reason") or ""))
+        skipped = sum(1 for r in self.records
+                      if r.get("status") == "skipped" and "budget spent" in str(r.get("reason") or ""))
         return {"max_cost_usd": budget.run_limit, "max_cost_usd_per_task": budget.task_limit,
                 "spent_usd": round(budget.run_spent, 6), "exhausted": budget.run_exhausted(),
                 "budget_skipped": skipped}
@@ -252,7 +255,8 @@ class RunController:
         budget = self.summary.get("budget")
         if budget:
             caps = [f"run {m.format_usd(budget['max_cost_usd'])}" if budget["max_cost_usd"] else "",
-                    f"per task {m.format_usd(budget['max_cost_usd_per_task'])}" if budget["max_cost_usd_per_task"] else ""]
+                    f"per task {m.format_usd(budget['max_cost_usd_per_task'])}"
+                    if budget["max_cost_usd_per_task"] else ""]
             line = f"Budget: {m.format_usd(budget['spent_usd'])} spent (caps: {', '.join(c for c in caps if c)})"
             if budget["exhausted"]:
                 line += f"; the run's budget is spent: {budget['budget_skipped']} item(s) skipped (budget spent)"

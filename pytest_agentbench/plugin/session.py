@@ -118,7 +118,8 @@ class AgentbenchPlugin:
         registry = self.agent_registry
         name = self.settings.agent
         if name not in registry:
-            raise pytest.UsageError(f"unknown agent {name!r} in --bench-agent; available: {', '.join(registry.names())}")
+            raise pytest.UsageError(f"unknown agent {name!r} in --bench-agent; "
+                                    f"available: {', '.join(registry.names())}")
         try:
             with usage_errors():  # a ConfigError from the factory is a usage error as it is
                 agent = registry.create(name, self.config)
@@ -214,7 +215,8 @@ class AgentbenchPlugin:
 
     # -- collection ----------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
+                                                                                   pytest.CollectReport]:
         report = yield
         if isinstance(collector, pytest.Session) and self.manifest is not None:
             if self.config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -276,7 +278,8 @@ class AgentbenchPlugin:
         with episode_deadline(item, self.task_timeout) as deadline:
             record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
                                  budget=budget, scrub=self._scrubber(task), deadline=deadline)
-        outcome = item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item) or default_outcome(record)
+        outcome = (item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item)
+                   or default_outcome(record))
         item.stash[OUTCOME_KEY] = outcome
         payload = save_episode(self, item, task, record, outcome, time.perf_counter() - started)
         payload.update(trial)
@@ -386,7 +389,8 @@ class AgentbenchPlugin:
 
     # -- reports -------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if not isinstance(item, BenchItem):
             return report

@@ -242,7 +242,8 @@ class ExtraDup:
 
     # -- reports -------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if isinstance(item, CellItem) and item.payload is not None and reporting.carries_payload(report):
             reporting.attach(report, PAYLOAD_ATTR, dict(item.payload), item.nodeid)

@@ -147,7 +147,8 @@ class TrialGroup(pytest.Collector):
 
 
 def task_nodes(parent: pytest.Collector, task: dict[str, Any],
-               make: Callable[[pytest.Collector, str, dict[str, Any], int], pytest.Item]) -> pytest.Item | pytest.Collector:
+               make: Callable[[pytest.Collector, str, dict[str, Any], int],
+                              pytest.Item]) -> pytest.Item | pytest.Collector:
     """The task's item (one trial) or its collector of trials."""
     trials = trial_settings(parent.config).trials
     if trials == 1:

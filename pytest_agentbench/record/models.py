@@ -28,8 +28,8 @@ from pytest_agentbench.outcomes import OutcomeKind
 #: An item's final pytest outcome, as ``controller.status_of`` words it.
 Status = Literal["passed", "failed", "skipped", "error", "xfailed", "xpassed"]
 STATUS_TEXT = ("The item's final pytest outcome: passed, failed, skipped (not evaluated), error (infrastructure or "
-               "evaluation error, or a failing fixture), xfailed / xpassed (known failure from --bench-baseline or an xfail "
-               "marker). evaluate_agent_on_benchmark writes passed, failed or error.")
+               "evaluation error, or a failing fixture), xfailed / xpassed (known failure from --bench-baseline or "
+               "an xfail marker). evaluate_agent_on_benchmark writes passed, failed or error.")
 ERROR_TYPE_TEXT = ("Error taxonomy. agent: the agent raised, returned error or ran out of steps (a scored failure). "
                    "infrastructure: the environment or a fixture failed. evaluation: the checker crashed. The last two "
                    "are not outcomes and are left out of the success rate. Null: no error.")
@@ -72,7 +72,8 @@ class AttemptSummary(_Record):
                                                      "errored.")
     duration: Omittable[Seconds] = Field(default=None, description="Seconds the attempt took.")
     num_steps: Omittable[Count] = Field(default=None, description="Steps the attempt played.")
-    trajectory: str | None = Field(default=None, description="The attempt's own trajectory file, relative to the run folder.")
+    trajectory: str | None = Field(default=None, description="The attempt's own trajectory file, relative to the "
+                                                            "run folder.")
     cost_usd: float | None = Field(default=None, description="Model cost of the attempt.")
 
 
@@ -99,8 +100,8 @@ class ResultRecord(_Record):
     outcome: bool = Field(description="Whether this attempt counts in the success rate (the checker scored it, or "
                                       "the agent erred).")
     num_steps: Count = Field(description="Actions the environment executed; terminal actions are not counted.")
-    step_limit: Count = Field(description="The step limit that applied (--bench-max-steps, else the task's, else 50); 0 "
-                                          "when the episode never started.")
+    step_limit: Count = Field(description="The step limit that applied (--bench-max-steps, else the task's, else 50); "
+                                          "0 when the episode never started.")
     error: str | None = Field(description="One-line error message, or null.")
     error_type: ErrorType | None = Field(description=ERROR_TYPE_TEXT)
     reason: str | None = Field(description="The error message if any, else the checker's reason; null when neither "
@@ -350,17 +351,18 @@ class SummaryRecord(Metrics):
     model_id: str = Field(description="Same as agent (reference name).")
     created_at: AwareDatetime = Field(description="When the run started, ISO 8601 UTC.")
     finished_at: AwareDatetime = Field(description="When the run finished, ISO 8601 UTC.")
-    max_steps: Annotated[int, Field(ge=1)] | None = Field(description="--bench-max-steps if given, else null (each task's "
-                                                                      "own limit applied).")
+    max_steps: Annotated[int, Field(ge=1)] | None = Field(description="--bench-max-steps if given, else null (each "
+                                                                      "task's own limit applied).")
     by_domain: dict[str, Metrics] = Field(description="The same metrics per domain, keyed by domain name.")
     statuses: dict[Status, Annotated[int, Field(ge=1)]] = Field(description=(
         "How many records ended in each pytest status (see the result schema's status)."))
     tasks: list[TaskRow] = Field(description="One row per results.jsonl record, in the same order.")
-    vm_cost: VmCost | None = Field(default=None, description="cloud pools only: VM hours (creation to deletion) times the "
-                                                     "hourly price of the size created; null without a cloud pool")
+    vm_cost: VmCost | None = Field(default=None, description=(
+        "cloud pools only: VM hours (creation to deletion) times the hourly price of the size created; null without "
+        "a cloud pool"))
     budget: BudgetSummary | None = Field(default=None, description=(
-        "--bench-max-cost-usd / --bench-max-cost-usd-per-task: the caps, what the run spent (all workers) and whether the run's "
-        "cap was reached; null without caps"))
+        "--bench-max-cost-usd / --bench-max-cost-usd-per-task: the caps, what the run spent (all workers) and "
+        "whether the run's cap was reached; null without caps"))
     trials: Omittable[Annotated[int, Field(ge=1)]] = Field(default=None, description=(
         "--bench-trials: how many times each task was played."))
     statistics: Omittable[Statistics] = Field(default=None, description=(

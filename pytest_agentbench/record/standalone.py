@@ -62,7 +62,8 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
             "num_steps": record.num_steps, "step_limit": record.step_limit, "error": record.error,
             "error_type": record.error_type, "reason": record.reason,
             "criteria": [c.model_dump(mode="json") for c in record.verdict.criteria] if record.verdict else [],
-            "final_action": record.final_action.model_dump(mode="json", exclude_none=True) if record.final_action else None,
+            "final_action": record.final_action.model_dump(mode="json", exclude_none=True)
+                            if record.final_action else None,
             "total_time_seconds": record.total_time_seconds, "cost_usd": record.cost_usd,
             "trajectory": folder.relative(folder.trajectory_path(record.benchmark or bench.name, record.task_id)),
             "screenshots": [], "worker": "main",

@@ -146,7 +146,8 @@ class _Inside:
     def notes(self) -> list[str]:
         if not self.links:
             return []
-        return [f"{len(self.links)} file(s) not read because they are (or are under) symbolic links: {_some(self.links)}"]
+        return [(f"{len(self.links)} file(s) not read because they are (or are under) symbolic links: "
+                 f"{_some(self.links)}")]
 
 
 class SymlinkRefused(OSError):
