@@ -75,7 +75,7 @@ def save_episode(
     keep = mode == "on" or (mode == "only-on-failure" and outcome.kind != "passed")
     shots: list[str] = []
     if keep:
-        for step, entry in zip(record.steps, steps_json):
+        for step, entry in zip(record.steps, steps_json, strict=True):
             if step.observation is not None and step.observation.has_screenshot:
                 shot = f"{task_dir}/step_{step.index:03d}.png"
                 pngs.append((folder.absolute(shot), step.observation))

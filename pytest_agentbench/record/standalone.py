@@ -35,7 +35,7 @@ def write_run(results_dir: Path, run_name: str | None, bench: Any, agent: Any, t
     agent_name = _agent_name(agent)
     folder = RunFolder.create(results_dir, run_name or default_run_name([bench.name], agent_name))
     records = []
-    for task, record in zip(tasks, results):
+    for task, record in zip(tasks, results, strict=True):
         if not hasattr(task, "model_dump"):  # an unknown id: record it as a bare task
             from pytest_agentbench.model import Task
 

@@ -197,7 +197,7 @@ def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any
     if len(parsed) != len(lines):  # a bad line, or one like ``{...},{...}`` that holds two values
         parsed = [_loads_or_none(line) for line in lines]
     records, kept, bad = [], [], []
-    for number, (line, record) in enumerate(zip(lines, parsed), 1):
+    for number, (line, record) in enumerate(zip(lines, parsed, strict=True), 1):
         if isinstance(record, dict) and record.get("task_id") is not None:
             records.append(record)
             kept.append(line)
