@@ -266,16 +266,16 @@ def measure(row: Row, repeat: int, env: dict[str, str]) -> dict[str, Any]:
     wall = [[s["wall"] for s in side] for side in samples]
     if row.kind == "slope":
         big, bare_big, small, bare_small = wall
-        ratios = [(b - s) / (bb - bs) for b, bb, s, bs in zip(big, bare_big, small, bare_small) if bb > bs]
+        ratios = [(b - s) / (bb - bs) for b, bb, s, bs in zip(big, bare_big, small, bare_small, strict=True) if bb > bs]
         ours = (statistics.median(big) - statistics.median(small)) / 1995 * 1000
         ref = (statistics.median(bare_big) - statistics.median(bare_small)) / 1995 * 1000
         unit = "ms/item"
     elif row.kind == "rss":
         rss = [[s["rss_mib"] for s in side] for side in samples]
-        ratios = [a / b for a, b in zip(*rss)]
+        ratios = [a / b for a, b in zip(*rss, strict=True)]
         ours, ref, unit = statistics.median(rss[0]), statistics.median(rss[1]), "MiB"
     else:
-        ratios = [a / b for a, b in zip(*wall)]
+        ratios = [a / b for a, b in zip(*wall, strict=True)]
         ours, ref, unit = statistics.median(wall[0]), statistics.median(wall[1]), "s"
     ratio = statistics.median(ratios) if ratios else float("nan")
     value = ours if row.kind == "absolute" else ratio
