@@ -46,6 +46,37 @@ NO_WAA_SETTLE = ("-o", "agentbench_waa_settle=0", "-o", "agentbench_waa_step_pau
                  "-o", "agentbench_waa_open_wait=0")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Run this suite on every core unless told otherwise: it waits on subprocesses, servers and
+    desktops about as long as it computes, so two workers on a 2-core CI machine about halve it.
+    ``-n 0`` (or ``-p no:xdist``, or ``--pdb``, which xdist turns into ``-n 0``) keeps one process;
+    an explicit ``-n``/``--dist`` wins. This is a conftest hook, not ``addopts`` in pyproject.toml,
+    because inner runs whose rootdir resolves to this checkout read its addopts, and they must not
+    start workers; only the outer session loads this conftest. Runs before xdist's own hook
+    (``tryfirst``, registered later), which turns ``auto`` into a count."""
+    if not config.pluginmanager.has_plugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if config.option.numprocesses is None:
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            # Work stealing rebalances the few long interop tests that would otherwise end the run alone.
+            config.option.dist = "worksteal"
+
+
+#: What xdist puts in a worker's environment. The suite runs under xdist by default (pyproject's
+#: addopts), and every inner run (in-process or a subprocess) would inherit them and look like a
+#: worker to code that reads them (the fault-injecting conftests of test_pool_lifecycle and
+#: test_record_faults do); without them an inner run sees what it sees in a one-process session.
+XDIST_WORKER_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(autouse=True)
+def _outer_xdist_worker_env_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in XDIST_WORKER_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def run(pytester: pytest.Pytester):
     """Run pytest in-process in the pytester folder with the noise plugins off."""
