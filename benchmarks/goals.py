@@ -285,6 +285,25 @@ def measure(row: Row, repeat: int, env: dict[str, str]) -> dict[str, Any]:
             "goal": row.goal, "kind": row.kind, "ok": ok, "samples": samples}
 
 
+def file_creation_ms(count: int = 2000) -> float:
+    """Milliseconds per file to create ``count`` small files in one folder where the rows run (the
+    temporary folder's disk; on some virtual disks the cost per file grows with the count).
+
+    A mock run writes one trajectory file per task and bare pytest none, so on a disk where making
+    a file costs about as much as a bare item, the item row's ratio says as much about the disk as
+    about the plugin; printed beside the rows so a reader can tell."""
+    folder = Path(tempfile.mkdtemp(prefix="agentbench-goals-disk-"))
+    try:
+        text = b"x" * 1024
+        t0 = time.perf_counter()
+        for i in range(count):
+            with open(folder / f"{i}.json", "wb") as handle:
+                handle.write(text)
+        return (time.perf_counter() - t0) / count * 1000
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="alternated runs per side (default 5)")
@@ -307,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPYCACHEPREFIX": cache}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cpus; repeat {args.repeat}")
+    print(f"disk: creating 2,000 files of 1 KiB in {tempfile.gettempdir()} takes {file_creation_ms():.3f} ms "
+          "each (a mock run creates one per task, bare pytest none)")
     results, missed = [], 0
     header = f"{'row':<11}{'ours':>10}{'ref':>10}  {'unit':<8}{'ratio':>7} {'(min-max)':<14}{'goal':>8}  verdict"
     print(header)
