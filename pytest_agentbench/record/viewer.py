@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.record.script_json import embed_json, escape_json_text
 from pytest_agentbench.record.streamed import write_text_pieces
-from pytest_agentbench.record.viewer_data import RunView, collect, embed_json, escape_json_text
+from pytest_agentbench.record.viewer_data import RunView, collect
 from pytest_agentbench.record.viewer_page import page_pieces, render_html
 
 __all__ = ["RUN_FILES", "VIEWER_NAME", "RunView", "collect", "embed_json", "escape_json_text", "main",

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 from importlib import resources
 
-from pytest_agentbench.record.viewer_data import RunView, embed_json
+from pytest_agentbench.record.script_json import embed_json
+from pytest_agentbench.record.viewer_data import RunView
 
 _PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA|RESULTS|TRAJECTORIES)__")
 
