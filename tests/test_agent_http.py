@@ -379,7 +379,7 @@ def test_backoff_doubles_with_jitter_added(server, monkeypatch):
         finally:
             agent.close()
         assert len(sleeps) == 3
-        for base, wait in zip((0.1, 0.2, 0.4), sleeps):
+        for base, wait in zip((0.1, 0.2, 0.4), sleeps, strict=True):
             assert base <= wait <= base + 0.05
         waits.append(sleeps)
     assert len({tuple(w) for w in waits}) > 1  # random jitter: five runs never wait exactly alike

@@ -319,7 +319,7 @@ def test_playwright_driver_matches_the_headless_tree(tmp_path: Path) -> None:
             boxes = {n["id"]: n["bbox"] for n, _ in iter_nodes(real.accessibility_tree)}
             for item, _ in iter_nodes(mine.accessibility_tree):
                 if item["role"] in ("button", "textbox", "radio", "link", "status", "row"):
-                    assert max(abs(a - b) for a, b in zip(item["bbox"], boxes[item["id"]])) <= 12, item
+                    assert max(abs(a - b) for a, b in zip(item["bbox"], boxes[item["id"]], strict=True)) <= 12, item
         assert Image.open(io.BytesIO(real.screenshot)).size == (1280, 800)
         assert chromium.console_errors == []
         assert [(e["patient_id"], e["type"]) for e in two.store.encounters()] == [("p1", "Triage")]

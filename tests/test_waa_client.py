@@ -215,7 +215,7 @@ def test_backoff_doubles_with_jitter_added():
         with pytest.raises(InfrastructureError, match="failed after 4 attempt"):
             client.setup([{"type": "close_all", "parameters": {}}])
         assert len(client.sleeps) == 3
-        for base, wait in zip((0.1, 0.2, 0.4), client.sleeps):
+        for base, wait in zip((0.1, 0.2, 0.4), client.sleeps, strict=True):
             assert base <= wait <= base + 0.05
         runs.add(tuple(client.sleeps))
     assert len(runs) > 1  # random jitter: five runs never wait exactly alike
