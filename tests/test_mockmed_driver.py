@@ -185,7 +185,8 @@ def test_screenshot_is_lazy_and_a_snapshot(driver: HeadlessDriver, monkeypatch: 
     assert calls == []
     box = node(before, role="textbox", name="Username")["bbox"]
     def crop(obs):
-        return Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop((box[0] + 4, box[1] + 4, box[2] - 4, box[3] - 4))
+        return Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop((box[0] + 4, box[1] + 4,
+                                                                           box[2] - 4, box[3] - 4))
     empty, filled = crop(before), crop(after)
     assert len(calls) == 2
     # The earlier observation still shows the empty field; the later one shows dark text in it.
