@@ -30,7 +30,8 @@ def text(value: str) -> dict[str, Any]:
 
 
 def tool_use(action: str, **params: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": "computer", "input": {"action": action, **params}}
+    return {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": "computer",
+            "input": {"action": action, **params}}
 
 
 def message(*content: dict[str, Any], stop_reason: str | None = None, model: str = "claude-sonnet-4-6",

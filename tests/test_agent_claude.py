@@ -405,7 +405,8 @@ def test_make_agent_needs_the_sdk(pytester, monkeypatch):
 
 def test_make_agent_reads_model_and_timeout(pytester, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    agent = claude.make_agent(_config(pytester, "--bench-agent-model", "claude-haiku-4-5", "--bench-agent-timeout", "7.5"))
+    agent = claude.make_agent(_config(pytester, "--bench-agent-model", "claude-haiku-4-5",
+                                      "--bench-agent-timeout", "7.5"))
     assert (agent.model, agent.tool_type, agent._client.timeout) == ("claude-haiku-4-5", "computer_20250124", 7.5)
     agent.close()
     default = claude.make_agent(None)
@@ -505,10 +506,12 @@ def test_end_to_end_waa_notepad(run, pytester, claude_env):
     script, count = _notepad_script()
     server = claude_env(script)
     args = notepad_project(pytester.path, 1)[:-4]  # without the scripted agent
-    task = json.loads((Path(__file__).parent / "data" / "waa" / "examples" / "notepad" / f"{NOTEPAD_TASK}.json").read_text())
+    task = json.loads((Path(__file__).parent / "data" / "waa" / "examples" / "notepad"
+                       / f"{NOTEPAD_TASK}.json").read_text())
     with FakeWAAServer(evaluate=True) as waa:
         serve_notepad_gold(waa, task)
-        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--bench-agent", "api-claude")
+        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url,
+                     "--bench-agent", "api-claude")
         result.assert_outcomes(passed=1)
         assert waa.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     assert len(server.requests) == count + 1

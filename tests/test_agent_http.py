@@ -219,8 +219,10 @@ def trajectories(folder: Path) -> dict[str, dict[str, Any]]:
 
 # -- start-up: bad settings and unhealthy servers are usage errors ------------------------------------
 @pytest.mark.parametrize(("how", "expected"), [
-    ("down", "*--bench-agent http: GET http://127.0.0.1:*/health failed: ConnectError*; start the agent server or fix --bench-agent-url"),
-    ("500", "*--bench-agent http: GET http://127.0.0.1:*/health answered 500; start the agent server or fix --bench-agent-url"),
+    ("down", ("*--bench-agent http: GET http://127.0.0.1:*/health failed: ConnectError*; "
+              "start the agent server or fix --bench-agent-url")),
+    ("500", ("*--bench-agent http: GET http://127.0.0.1:*/health answered 500; "
+             "start the agent server or fix --bench-agent-url")),
     ("no-url", "*--bench-agent http needs --bench-agent-url URL*"),
     ("ftp", "*--bench-agent-url must be an http:// or https:// URL*got 'ftp://host/'*"),
     ("timeout", "*--bench-agent-timeout must be more than 0 and at most 86400 seconds, got '0'"),
@@ -379,7 +381,7 @@ def test_backoff_doubles_with_jitter_added(server, monkeypatch):
         finally:
             agent.close()
         assert len(sleeps) == 3
-        for base, wait in zip((0.1, 0.2, 0.4), sleeps):
+        for base, wait in zip((0.1, 0.2, 0.4), sleeps, strict=True):
             assert base <= wait <= base + 0.05
         waits.append(sleeps)
     assert len({tuple(w) for w in waits}) > 1  # random jitter: five runs never wait exactly alike
@@ -496,7 +498,8 @@ def test_waa_notepad_task_through_the_http_agent(run, pytester, serve):
     agent_server = serve(NotepadAgent())
     with FakeWAAServer(evaluate=True) as waa:
         serve_notepad_gold(waa, task)
-        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--bench-agent", "http", "--bench-agent-url", agent_server.url)
+        result = run(*args, "--waa-server", waa.url, "--waa-evaluate-url", waa.evaluate_url, "--bench-agent", "http",
+                     "--bench-agent-url", agent_server.url)
         result.assert_outcomes(passed=1)
         assert waa.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     acts = agent_server.bodies("/act")

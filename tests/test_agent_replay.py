@@ -66,7 +66,8 @@ def error_lines(result: pytest.RunResult) -> list[str]:
 # -- end to end against the fake WAA server ------------------------------------------------------
 def test_the_example_bundle_solves_the_notepad_task(run, pytester, fake):
     result = run("--bench=waa", "--waa-examples", str(EXAMPLES), "--bench-task", NOTEPAD_TASK,
-                 "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url, "--bench-agent", "replay", "--bench-replay-bundles", str(EXAMPLE_BUNDLES))
+                 "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url, "--bench-agent", "replay",
+                 "--bench-replay-bundles", str(EXAMPLE_BUNDLES))
     result.assert_outcomes(passed=1)
     assert fake.read_file(DRAFT) == b"This is a draft."
     (row,) = results(only_run_folder(pytester.path))
@@ -80,7 +81,8 @@ def test_one_bundle_per_task_id_and_a_task_without_one_is_an_agent_error(run, py
     for task_id in ("t1", "t2"):
         bundle(pytester.path / "bundles", task_id, example())
     # A relative --bench-replay-bundles is relative to the invocation folder.
-    run(*replay_args(project, "bundles"), "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url).assert_outcomes(passed=2, failed=1)
+    run(*replay_args(project, "bundles"), "--waa-server", fake.url,
+        "--waa-evaluate-url", fake.evaluate_url).assert_outcomes(passed=2, failed=1)
     rows = {r["task_id"]: r for r in results(only_run_folder(pytester.path))}
     assert rows["t1"]["success"] is True and rows["t2"]["success"] is True
     assert rows["t3"]["error_type"] == "agent" and rows["t3"]["num_steps"] == 0
@@ -92,7 +94,8 @@ def test_a_failed_expectation_halts_with_the_reason(run, pytester, fake):
     workflow = example()
     workflow["steps"][0]["expect"] = {"window_title": "Calculator"}
     bundle(pytester.path / "bundles", "t1", workflow)
-    result = run(*replay_args(project, pytester.path / "bundles"), "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url)
+    result = run(*replay_args(project, pytester.path / "bundles"), "--waa-server", fake.url,
+                 "--waa-evaluate-url", fake.evaluate_url)
     result.assert_outcomes(failed=1)
     (row,) = results(only_run_folder(pytester.path))
     assert row["num_steps"] == 1  # the hotkey ran; then the halt
@@ -105,7 +108,8 @@ def test_a_finish_condition_that_does_not_hold_fails(run, pytester, fake):
     project = notepad_project(pytester.path, 1)
     bundle(pytester.path / "bundles", "t1", {"steps": [{"action": "hotkey", "keys": ["win", "r"]}],
                                              "finish": {"window_title_contains": "Notepad"}})
-    run(*replay_args(project, pytester.path / "bundles"), "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url).assert_outcomes(failed=1)
+    run(*replay_args(project, pytester.path / "bundles"), "--waa-server", fake.url,
+        "--waa-evaluate-url", fake.evaluate_url).assert_outcomes(failed=1)
     (row,) = results(only_run_folder(pytester.path))
     assert row["final_action"]["reason"] == (
         "finish: expected a window whose title contains 'Notepad', saw 'Run'; halting")
@@ -122,7 +126,8 @@ def test_a_targeted_step_matches_a_waa_tree_element(run, pytester, fake):
     bundle(pytester.path / "bundles", "t1", workflow)
     workflow["steps"][4]["target"] = {"role": "edit", "name": "Rich Text Editor"}
     bundle(pytester.path / "bundles", "t2", workflow)
-    run(*replay_args(project, "bundles"), "--waa-server", fake.url, "--waa-evaluate-url", fake.evaluate_url).assert_outcomes(failed=2)
+    run(*replay_args(project, "bundles"), "--waa-server", fake.url,
+        "--waa-evaluate-url", fake.evaluate_url).assert_outcomes(failed=2)
     rows = {r["task_id"]: r for r in results(only_run_folder(pytester.path))}
     assert (rows["t1"]["num_steps"], rows["t1"]["final_action"]["type"]) == (5, "done")
     assert rows["t2"]["num_steps"] == 4
@@ -177,7 +182,8 @@ def test_an_unknown_action_in_a_script_is_a_usage_error_with_file_and_line(run, 
     result = run("--bench=mock", "--bench-agent", "scripted", "--bench-agent-script", "script.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = error_lines(result)
-    assert line.startswith("ERROR: --bench-agent-script: agent script script.json line 4: *[1] type: Input should be 'click'")
+    assert line.startswith("ERROR: --bench-agent-script: agent script script.json line 4: "
+                           "*[1] type: Input should be 'click'")
     assert line.endswith("(got 'tripleclick')")
 
 
@@ -188,7 +194,8 @@ def test_an_unknown_action_in_a_script_is_a_usage_error_with_file_and_line(run, 
         (["--bench-replay-bundles", "nowhere"], "*--bench-replay-bundles nowhere is not a folder*"),
         (["--bench-replay-bundles", "empty"], "*--bench-replay-bundles empty holds no <task id>/workflow.json*"),
         (["--bench-replay-bundles", "empty/one"],
-         "*--bench-replay-bundles empty/one holds no <task id>/workflow.json (it is one bundle: give the folder above it)*"),
+         ("*--bench-replay-bundles empty/one holds no <task id>/workflow.json "
+          "(it is one bundle: give the folder above it)*")),
     ],
 )
 def test_bad_bundle_folders_are_usage_errors(run, pytester, args, expected):

@@ -48,7 +48,8 @@ REFERENCE_KEYS = {
 
 
 def test_readme_snippet_runs_unchanged_and_prints_zero(tmp_path):
-    done = subprocess.run([sys.executable, "-c", SNIPPET], capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
+    done = subprocess.run([sys.executable, "-c", SNIPPET], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "0.0\n"
     assert list(tmp_path.iterdir()) == [], "nothing is written unless results_dir is given"

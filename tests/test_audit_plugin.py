@@ -219,7 +219,8 @@ def pytest_collection_finish(session):
     result.stdout.fnmatch_lines(["ASKED [('dev', 2)]"])
     # The plugin cuts the list to --audit-limit even when the adapter does not.
     assert audit_ids(result) == ["audit/toy::rename-profile::omit", "audit/toy::like-songs::omit"]
-    result = run("--audit-verifier=listing", "--audit-limit", "0", "--audit-operators", "omit", "--collect-only", "-q", "-s")
+    result = run("--audit-verifier=listing", "--audit-limit", "0", "--audit-operators", "omit", "--collect-only", "-q",
+                 "-s")
     result.stdout.fnmatch_lines(["ASKED [(None, None)]"])
     assert len(audit_ids(result)) == 3
 
@@ -528,17 +529,20 @@ class Exits(Plain):
     (["--audit-verifier=audit_parts:Plain", "--audit-tasks", "zzz"],
      "ERROR: --audit-tasks 'zzz': no such task in 'plain'*"),
     (["--audit-verifier=audit_parts:Empty"], "ERROR: audit adapter 'plain' has no tasks*"),
-    (["--audit-verifier=audit_parts:Brackets"], "ERROR: audit task id 'a?1?' from 'plain' must not contain brackets, '::'*"),
+    (["--audit-verifier=audit_parts:Brackets"],
+     "ERROR: audit task id 'a?1?' from 'plain' must not contain brackets, '::'*"),
     (["--audit-verifier=audit_parts:Numbers"], "ERROR: audit task id 1 from 'plain' must be a string, not int"),
     (["--audit-verifier=audit_parts:Markup"], "ERROR: audit task id '<img *' from 'plain' must not contain *markup*"),
     (["--audit-verifier=audit_exits:Adapter"], "ERROR: cannot load audit adapter 'audit_exits:Adapter': SystemExit: 3"),
     (["--audit-verifier=audit_parts:Exits"],
      "ERROR: cannot construct audit adapter 'audit_parts:Exits': SystemExit: no AppWorld here"),
-    (["--audit-verifier=toy", "--audit-operators", "omit,nope"], "ERROR: unknown operator 'nope' in --audit-operators*"),
+    (["--audit-verifier=toy", "--audit-operators", "omit,nope"],
+     "ERROR: unknown operator 'nope' in --audit-operators*"),
     (["--audit-verifier=toy", "--audit-tasks", "split-bill,nosuch"],
      "ERROR: --audit-tasks 'nosuch': no such task in 'toy'*"),
     (["--audit-verifier=toy", "--audit-limit", "-1"], "*--audit-limit must be >= 0 (0 = all), got -1*"),
-    (["--audit-verifier=toy", "--audit-limit", "two"], "*--audit-limit must be a whole number >= 0 (0 = all), got 'two'*"),
+    (["--audit-verifier=toy", "--audit-limit", "two"],
+     "*--audit-limit must be a whole number >= 0 (0 = all), got 'two'*"),
 ])
 def test_bad_input_is_a_usage_error_naming_it(run, pytester, args, expected):
     pytester.makepyfile(**BAD_MODULES)

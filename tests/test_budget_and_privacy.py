@@ -111,7 +111,8 @@ def test_a_spent_run_cap_skips_the_rest_and_the_summary_says_so(run, paid):
 
 def test_the_run_cap_holds_across_xdist_workers(run_sub, paid):
     paid.joinpath("conftest.py").write_text(PAID_AGENT.replace('"submit"', repr(mock_submit_id())))
-    result = run_sub("--bench=mock", "--bench-limit", "8", "--bench-agent", "paid", "--bench-max-cost-usd", "0.9", "-n", "2")
+    result = run_sub("--bench=mock", "--bench-limit", "8", "--bench-agent", "paid", "--bench-max-cost-usd", "0.9",
+                     "-n", "2")
     summary = json.loads((only_run_folder(paid) / "summary.json").read_text())
     budget = summary["budget"]
     assert budget["exhausted"] is True
@@ -191,11 +192,13 @@ def test_the_scrubber_runs_before_the_agent_and_before_the_run_folder(run, pytes
     assert pngs
     for png in pngs:
         image = Image.open(io.BytesIO(png.read_bytes())).convert("RGB")
-        assert image.getpixel((2, 2)) == (0, 0, 0) and image.getpixel((image.width // 4, image.height // 2)) == (0, 0, 0)
+        assert (image.getpixel((2, 2)) == (0, 0, 0)
+                and image.getpixel((image.width // 4, image.height // 2)) == (0, 0, 0))
 
 
 def test_dry_run_prices_the_selected_tasks_and_starts_nothing(run, paid, pytester):
-    result = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "paid", "--bench-dry-run", "-k", "not chrome_001")
+    result = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "paid", "--bench-dry-run",
+                 "-k", "not chrome_001")
     assert result.ret == 0
     result.stdout.fnmatch_lines([
         "Dry run: estimated cost",

@@ -67,7 +67,8 @@ def test_markers_are_listed(run):
 
 
 def test_bench_task_selects_exact_ids(run):
-    result = run("--bench=mock", "--bench-task", "mock_clock_001", "--bench-task", "mock_chrome_007", "-q", "--collect-only")
+    result = run("--bench=mock", "--bench-task", "mock_clock_001", "--bench-task", "mock_chrome_007", "-q",
+                 "--collect-only")
     ids = [line for line in result.outlines if line.startswith("bench/")]
     assert ids == ["bench/mock::chrome::mock_chrome_007", "bench/mock::clock::mock_clock_001"]
 
@@ -85,7 +86,8 @@ def test_ini_keys_configure_the_run(run, pytester):
     ("args", "expected"),
     [
         (["--bench=nope"], "*unknown benchmark 'nope' in --bench; available: extradup, mock, mockmed*"),
-        (["--bench=mock", "--bench-agent", "nope"], "*unknown agent 'nope' in --bench-agent; available: api-claude, http, mock, noop, replay, scripted*"),
+        (["--bench=mock", "--bench-agent", "nope"],
+         "*unknown agent 'nope' in --bench-agent; available: api-claude, http, mock, noop, replay, scripted*"),
         (["--bench=mock", "--bench-limit", "0"], "*--bench-limit must be >= 1, got 0*"),
         (["--bench=mock", "--bench-limit", "-3"], "*--bench-limit must be >= 1, got -3*"),
         (["--bench=mock", "--bench-limit", "many"], "*--bench-limit must be a whole number >= 1, got 'many'*"),

@@ -53,7 +53,8 @@ def test_one_trial_comparison_matches_the_hand_computation():
     assert rows["only_new"] == "new" and rows["only_old"] == "gone" and rows["broken_now"] == "gone"
     assert grep_line(out) == ("agentbench-compare: verdict=no-significant-change diff=-40.0pts "
                               f"ci95=[{out['ci95'][0] * 100:+.1f},{out['ci95'][1] * 100:+.1f}]pts p=0.2188 alpha=0.05 "
-                              "method=mcnemar-exact paired=10 regressed=5 improved=1 unchanged=4 new=1 gone=2 baseline=A")
+                              "method=mcnemar-exact paired=10 regressed=5 improved=1 unchanged=4 new=1 gone=2 "
+                              "baseline=A")
 
 
 def test_a_larger_regression_is_significant_and_alpha_moves_the_line():
@@ -114,16 +115,20 @@ def test_fail_on_regression_gates_on_significant_regressions_only(run, pytester)
     run(*MOCK, "--bench-agent", "noop", "--bench-run-name", "bad").assert_outcomes(failed=6)
     # --bench-baseline makes the known failures xfail, so the items alone would pass the run: the gate
     # is what fails it (6 of 6 regressed: exact McNemar p = 2/64).
-    gated = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad", "--bench-run-name", "gated",
+    gated = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad",
+                "--bench-run-name", "gated",
                 "--bench-compare", "benchmark_results/good", "--bench-fail-on-regression")
     gated.assert_outcomes(xfailed=6)
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     assert "ERROR: significant regression against good: success rate -100.0 points, p = 0.03125" in gated.stdout.str()
-    lenient = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad", "--bench-run-name", "lenient",
-                  "--bench-compare", "benchmark_results/good", "--bench-fail-on-regression", "--bench-regression-alpha", "0.01")
+    lenient = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad",
+                  "--bench-run-name", "lenient",
+                  "--bench-compare", "benchmark_results/good", "--bench-fail-on-regression",
+                  "--bench-regression-alpha", "0.01")
     assert lenient.ret == 0
     assert "verdict=no-significant-change" in lenient.stdout.str()
-    ungated = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad", "--bench-run-name", "ungated",
+    ungated = run(*MOCK, "--bench-agent", "noop", "--bench-baseline", "benchmark_results/bad",
+                  "--bench-run-name", "ungated",
                   "--bench-compare", "benchmark_results/good")
     assert ungated.ret == 0 and "verdict=regression" in ungated.stdout.str()
     assert len(results(pytester.path / "benchmark_results" / "gated")) == 6  # results stay written

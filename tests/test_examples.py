@@ -95,7 +95,8 @@ def test_own_agent_checker_decides_not_the_agent(own_agent, run, monkeypatch):
 
 
 def test_own_agent_selects_a_domain(own_agent, run):
-    result = run("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "6", "-m", "mock and chrome", "--strict-markers")
+    result = run("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "6", "-m", "mock and chrome",
+                 "--strict-markers")
     result.assert_outcomes(passed=2, deselected=4)
 
 
@@ -111,7 +112,8 @@ def test_own_agent_fixture_override(own_agent, run):
 
 
 def test_own_agent_under_xdist(own_agent, run_sub):
-    result = run_sub("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "4", "-n", "2", "--bench-run-name", "par")
+    result = run_sub("--bench=mock", "--bench-agent", "my-agent", "--bench-limit", "4", "-n", "2",
+                     "--bench-run-name", "par")
     result.assert_outcomes(passed=4)
     records = results(run_folder(own_agent, "par"))
     assert sorted(r["task_id"] for r in records) == sorted(
@@ -162,7 +164,8 @@ def test_todo_noop_agent_fails_every_task(todo, run):
 
 
 def test_todo_scripted_agent_gets_partial_credit(todo, run):
-    result = run("--bench=todo", "--bench-agent", "scripted", "--bench-agent-script", "script.json", "--bench-run-name", "script")
+    result = run("--bench=todo", "--bench-agent", "scripted", "--bench-agent-script", "script.json",
+                 "--bench-run-name", "script")
     result.assert_outcomes(passed=2, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
@@ -213,7 +216,8 @@ def test_todo_keyword_and_exact_task_selection(todo, run):
 
 
 def test_todo_last_failed_reruns_only_the_partial_task(todo, run):
-    run("--bench=todo", "--bench-agent", "scripted", "--bench-agent-script", "script.json").assert_outcomes(passed=2, failed=1)
+    run("--bench=todo", "--bench-agent", "scripted",
+        "--bench-agent-script", "script.json").assert_outcomes(passed=2, failed=1)
     result = run("--bench=todo", "--bench-agent", "todo-agent", "--lf", "--bench-run-name", "again")
     result.assert_outcomes(passed=1, deselected=2)
     assert list(by_task(run_folder(todo, "again"))) == ["add_eggs_bread"]

@@ -291,7 +291,8 @@ def test_a_broken_reward_errors_only_its_own_items(project, run, name, message):
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
-    ("nope", "*unknown reward 'nope' in --bench-reward; built-in rewards: screen_only, record; or give module:callable*"),
+    ("nope", ("*unknown reward 'nope' in --bench-reward; built-in rewards: screen_only, record; "
+              "or give module:callable*")),
     ("nomod:fn", "*cannot load reward 'nomod:fn' in --bench-reward: ModuleNotFoundError*"),
     ("mymod:missing", "*cannot load reward 'mymod:missing' in --bench-reward: AttributeError*"),
     ("mymod:NOT_CALLABLE", "*reward 'mymod:NOT_CALLABLE' in --bench-reward is not callable*"),

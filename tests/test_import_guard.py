@@ -140,7 +140,8 @@ def test_a_library_module_never_imports_pytest(module: str) -> None:
 
 
 @pytest.mark.parametrize(("module", "names"), SHIMS.items())
-def test_shims_load_the_plugin_layer_only_on_use(module: str, names: tuple[str, ...], offenders: dict[str, str]) -> None:
+def test_shims_load_the_plugin_layer_only_on_use(module: str, names: tuple[str, ...],
+                                                 offenders: dict[str, str]) -> None:
     assert module not in offenders
     code = f"import {module} as m, sys; assert 'pytest' not in sys.modules; " + "; ".join(f"m.{n}" for n in names)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -195,12 +195,14 @@ def test_outcomes_scored_errors_and_not_evaluated(outcome_run: Path, tmp_path: P
     assert samples["unevaluated"]["metadata"]["status"] == "skipped"
     # the episode that never ran still gets its instruction, from the manifest
     assert samples["infra"]["input"] == "infra" and [m["role"] for m in samples["infra"]["messages"]] == ["user"]
-    assert samples["partial"]["scores"]["score"]["explanation"].splitlines() == ["failed: b", "- \u2713 a", "- \u2717 b"]
+    assert samples["partial"]["scores"]["score"]["explanation"].splitlines() == ["failed: b", "- \u2713 a",
+                                                                                  "- \u2717 b"]
     assert samples["agent_error"]["output"]["completion"] == "error 'gave up'"
     res = log["results"]
     assert (res["total_samples"], res["completed_samples"]) == (8, 6)
     metrics = {s["name"]: next(iter(s["metrics"].values()))["value"] for s in res["scores"]}
-    assert metrics == {"success": summary["success_rate"], "score": summary["avg_score"]} == {"success": 0.2, "score": 0.3}
+    assert metrics == {"success": summary["success_rate"], "score": summary["avg_score"]} == {"success": 0.2,
+                                                                                              "score": 0.3}
     assert {s["name"]: (s["scored_samples"], s["unscored_samples"]) for s in res["scores"]} == {
         "success": (5, 3), "score": (5, 3)}
 
@@ -243,7 +245,8 @@ def test_records_alone_without_summary_or_trajectories(mock_run: Path, tmp_path:
 
 def test_trajectories_from_a_callable_with_usage(inspect_ai_log, tmp_path: Path) -> None:
     steps = [
-        {"index": 0, "label": "type 'hi'", "action": {"type": "type", "text": "hi"}, "reasoning": "the field is focused",
+        {"index": 0, "label": "type 'hi'", "action": {"type": "type", "text": "hi"},
+         "reasoning": "the field is focused",
          "usage": {"model": "claude-x", "input_tokens": 100, "output_tokens": 10, "cost_usd": 0.01, "calls": 1}},
         {"index": 1, "label": "answer '42'", "action": {"type": "answer", "answer": "42"},
          "usage": {"model": "claude-x", "input_tokens": 50, "output_tokens": 5, "cost_usd": 0.005, "calls": 1}},

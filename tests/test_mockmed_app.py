@@ -141,7 +141,7 @@ def test_conditions_change_words_and_palette_not_ids(tmp_path: Path, condition: 
                 _sign_in(client)
                 pages[server] = [client.get(p).text for p in ("/tasks", "/patient/p1", "/patient/p1/encounters/new")]
     assert other.condition == condition
-    for before, after in zip(pages[clean], pages[other]):
+    for before, after in zip(pages[clean], pages[other], strict=True):
         assert _ids(before) == _ids(after)
     tasks, _, form = pages[other]
     if condition == "rename":

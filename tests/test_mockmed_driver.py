@@ -185,7 +185,8 @@ def test_screenshot_is_lazy_and_a_snapshot(driver: HeadlessDriver, monkeypatch: 
     assert calls == []
     box = node(before, role="textbox", name="Username")["bbox"]
     def crop(obs):
-        return Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop((box[0] + 4, box[1] + 4, box[2] - 4, box[3] - 4))
+        return Image.open(io.BytesIO(obs.screenshot)).convert("RGB").crop((box[0] + 4, box[1] + 4,
+                                                                           box[2] - 4, box[3] - 4))
     empty, filled = crop(before), crop(after)
     assert len(calls) == 2
     # The earlier observation still shows the empty field; the later one shows dark text in it.
@@ -319,7 +320,7 @@ def test_playwright_driver_matches_the_headless_tree(tmp_path: Path) -> None:
             boxes = {n["id"]: n["bbox"] for n, _ in iter_nodes(real.accessibility_tree)}
             for item, _ in iter_nodes(mine.accessibility_tree):
                 if item["role"] in ("button", "textbox", "radio", "link", "status", "row"):
-                    assert max(abs(a - b) for a, b in zip(item["bbox"], boxes[item["id"]])) <= 12, item
+                    assert max(abs(a - b) for a, b in zip(item["bbox"], boxes[item["id"]], strict=True)) <= 12, item
         assert Image.open(io.BytesIO(real.screenshot)).size == (1280, 800)
         assert chromium.console_errors == []
         assert [(e["patient_id"], e["type"]) for e in two.store.encounters()] == [("p1", "Triage")]

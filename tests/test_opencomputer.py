@@ -135,8 +135,10 @@ def _task(**changes: Any) -> dict[str, Any]:
     (_task(verification=[{"judge": "llm"}]), "an LLM-judged check needs a 'prompt'"),
     (_task(env={"files": [{"filename": "a.drawio", "sandbox_path": "/etc/a.drawio"}]}),
      "'sandbox_path' '/etc/a.drawio' must be a file under /home/user or /tmp"),
-    (_task(env={"files": [{"filename": "../a", "sandbox_path": "/home/user/a"}]}), "'filename' must be a relative path"),
-    (_task(env={"files": [{"filename": "/etc/passwd", "sandbox_path": "/home/user/a"}]}), "'filename' must be a relative"),
+    (_task(env={"files": [{"filename": "../a", "sandbox_path": "/home/user/a"}]}),
+     "'filename' must be a relative path"),
+    (_task(env={"files": [{"filename": "/etc/passwd", "sandbox_path": "/home/user/a"}]}),
+     "'filename' must be a relative"),
 ])
 def test_task_file_checks(tmp_path: Path, data: Any, message: str):
     path = tmp_path / DRAWIO / "task.json"
@@ -525,7 +527,8 @@ def test_a_deleted_list_that_climbs_out_is_an_error_naming_it(run, pytester: pyt
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--opencomputer-harness", "opencomputer"), "--opencomputer-harness opencomputer needs --opencomputer-tasks to name"),
+    (("--opencomputer-harness", "opencomputer"),
+     "--opencomputer-harness opencomputer needs --opencomputer-tasks to name"),
     (("--opencomputer-python", "/no/such/python"), "--opencomputer-python /no/such/python: not an executable file"),
 ])
 def test_bad_harness_and_python_options_are_usage_errors(run, args: tuple[str, ...], message: str):

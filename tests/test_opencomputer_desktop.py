@@ -122,7 +122,8 @@ def test_the_scripted_agent_solves_a_gedit_task_through_real_input_events(upstre
 def test_the_replay_agent_solves_it_too(upstream: Path, display: str, tmp_path: Path):
     (tmp_path / "bundles" / TASK).mkdir(parents=True)
     (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(WORKFLOW, indent=1))
-    record, run = play(upstream, display, tmp_path, "--bench-agent", "replay", "--bench-replay-bundles", str(tmp_path / "bundles"))
+    record, run = play(upstream, display, tmp_path, "--bench-agent", "replay",
+                       "--bench-replay-bundles", str(tmp_path / "bundles"))
     assert (record["passed"], record["score"]) == (True, 1.0)
     assert _screenshots(run)
 

@@ -114,7 +114,8 @@ def test_the_browser_driver_without_playwright_is_one_usage_line(run, monkeypatc
 
 @pytest.mark.parametrize("args", [["--bench-limit", "3"], ["--bench-task", "x"], ["--bench-min-success", "0.5"],
                                   ["--bench-screenshots", "on"], ["--bench-max-steps", "3"], ["--bench-run-name", "r"],
-                                  ["--bench-trials", "3"], ["--bench-compare", "earlier"], ["--bench-resume", "earlier"]])
+                                  ["--bench-trials", "3"], ["--bench-compare", "earlier"],
+                                  ["--bench-resume", "earlier"]])
 def test_benchmark_options_without_a_benchmark_say_so(run, args):
     result = run(*args)
     result.stdout.fnmatch_lines([f"*PytestConfigWarning: {args[0]} given without --bench: nothing uses it*"])

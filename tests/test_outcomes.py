@@ -74,7 +74,8 @@ def test_summary_counts_outcomes_only(outcome_run):
     assert summary["error_count"] == 4  # infra, evaluation and the two agent errors, as the reference counts
     assert summary["num_not_evaluated"] == 1
     result.stdout.fnmatch_lines([
-        "Attempts:     8", "Outcomes:     5", "Errors:       4 (2 agent (failed, to pytest), 1 infrastructure, 1 evaluation)",
+        "Attempts:     8", "Outcomes:     5",
+        "Errors:       4 (2 agent (failed, to pytest), 1 infrastructure, 1 evaluation)",
         "Success rate: 20.0% (outcomes only)", "Avg score:    0.300 (outcomes only)",
     ])
 
@@ -108,7 +109,8 @@ def test_lf_reruns_only_the_failed_tasks(run, pytester):
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
     first = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script))
     first.assert_outcomes(passed=4, failed=1)
-    again = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script), "--lf", "-v")
+    again = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script),
+                "--lf", "-v")
     again.assert_outcomes(failed=1, deselected=4)
     again.stdout.fnmatch_lines(["*bench/mock::clock::mock_clock_001 FAILED*"])
 
@@ -117,7 +119,8 @@ def test_baseline_turns_known_failures_into_xfail(run, pytester):
     script = pytester.path / "script.json"
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "mock_chrome_002": [{"type": "done"}],
                                   "*": [{"type": "click", "target_id": "4"}]}))
-    run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script), "--bench-run-name", "base")
+    run("--bench=mock", "--bench-limit", "5", "--bench-agent", "scripted", "--bench-agent-script", str(script),
+        "--bench-run-name", "base")
     baseline = pytester.path / "benchmark_results" / "base" / "results.jsonl"
     # Now chrome_002 is fixed and clock_002 regresses.
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "mock_clock_002": [{"type": "done"}],
@@ -137,7 +140,8 @@ def test_baseline_does_not_hide_infrastructure_errors(run, pytester):
     pytester.makeconftest(OUTCOME_BENCH)
     (pytester.path / "base.jsonl").write_text(json.dumps({"benchmark": "outcomes", "task_id": "infra",
                                                           "success": False, "status": "failed"}) + "\n")
-    result = run("--bench=outcomes", "--bench-agent", "outcome-agent", "--bench-task", "infra", "--bench-baseline", "base.jsonl")
+    result = run("--bench=outcomes", "--bench-agent", "outcome-agent", "--bench-task", "infra",
+                 "--bench-baseline", "base.jsonl")
     result.assert_outcomes(errors=1)
 
 
@@ -162,7 +166,8 @@ def test_missing_baseline_is_a_usage_error(run):
 
 
 def test_min_success_fails_the_run_below_the_rate(run):
-    result = run("--bench=mock", "--bench-limit", "4", "--bench-agent", "noop", "--bench-min-success", "50%", "-p", "no:cacheprovider")
+    result = run("--bench=mock", "--bench-limit", "4", "--bench-agent", "noop", "--bench-min-success", "50%",
+                 "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR: success rate 0.0% (outcomes only) is below --bench-min-success 50.0%"])
 
@@ -215,7 +220,8 @@ def pytest_collection_modifyitems(items):
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["*clock app not installed*"])
     row = next(r for r in results(only_run_folder(pytester.path)) if r["domain"] == "clock")
-    assert row["status"] == "skipped" and row["error_type"] is None and row["reason"] == "Skipped: clock app not installed"
+    assert (row["status"] == "skipped" and row["error_type"] is None
+            and row["reason"] == "Skipped: clock app not installed")
 
 
 def test_a_conftest_can_replace_a_built_in_agent(run, pytester):

@@ -268,7 +268,8 @@ def test_a_bad_task_timeout_is_a_usage_error(run, value):
 # -- report plugins: descriptions, attachments, locations, one entry per item ----------------------
 def test_allure_gets_the_instruction_and_the_task_files(run_sub, pytester):
     pytest.importorskip("allure_pytest", reason="allure-pytest is part of the dev extra")
-    result = run_sub("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-screenshots=on", "-p", "allure_pytest",
+    result = run_sub("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-screenshots=on",
+                     "-p", "allure_pytest",
                      "--alluredir", "allure")
     assert result.parseoutcomes() == {"failed": 2}
     out = pytester.path / "allure"

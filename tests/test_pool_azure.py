@@ -253,7 +253,8 @@ def test_full_cycle(fake):
     assert vnet["properties"]["subnets"] == [{"name": "default", "properties": {"addressPrefix": "10.42.0.0/24"}}]
     (rule,) = last_put(fake, "networkSecurityGroups")["properties"]["securityRules"]
     assert rule["properties"] == {"protocol": "Tcp", "sourcePortRange": "*", "destinationPortRange": "22",
-                                  "sourceAddressPrefix": "198.51.100.7/32", "destinationAddressPrefix": "*", "access": "Allow",
+                                  "sourceAddressPrefix": "198.51.100.7/32", "destinationAddressPrefix": "*",
+                                  "access": "Allow",
                                   "priority": 1000, "direction": "Inbound"}
     for put in fake.calls("PUT"):
         assert put.body["tags"][RUN_TAG] == "run1", put.path

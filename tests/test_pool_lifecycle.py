@@ -66,7 +66,8 @@ if os.environ.get("LIFECYCLE_SLOW_BOOT"):
         (marks / f"booting-{vm.name}").write_text(vm.resource_id)
         ec2 = boto3.client("ec2", region_name="us-east-1")
         for _ in range(300):
-            state = ec2.describe_instances(InstanceIds=[vm.resource_id])["Reservations"][0]["Instances"][0]["State"]["Name"]
+            state = (ec2.describe_instances(InstanceIds=[vm.resource_id])
+                     ["Reservations"][0]["Instances"][0]["State"]["Name"])
             if state in ("shutting-down", "terminated"):
                 raise ProviderError(f"{vm.name} was terminated while booting")
             time.sleep(0.1)

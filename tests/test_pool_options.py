@@ -73,7 +73,8 @@ def test_static_dry_run_has_no_vm_cost(run, project):
     ("args", "message"),
     [
         (["--pool-dry-run"], "*--pool-dry-run needs --pool static|aws|azure*"),
-        (["--pool", "aws", "--pool-hourly-usd", "cheap", "--pool-dry-run"], "*--pool-hourly-usd must be a number of US dollars, got 'cheap'*"),
+        (["--pool", "aws", "--pool-hourly-usd", "cheap", "--pool-dry-run"],
+         "*--pool-hourly-usd must be a number of US dollars, got 'cheap'*"),
         (["--pool", "aws", "--pool-workers", "0"], "*--pool-workers*"),
         (["--agentbench-reap"], "*--agentbench-reap needs --pool aws or --pool azure*"),
         (["--agentbench-reap", "--pool", "static"], "*--agentbench-reap needs --pool aws or --pool azure*"),
@@ -82,7 +83,8 @@ def test_static_dry_run_has_no_vm_cost(run, project):
 def test_bad_pool_options_are_one_line_usage_errors(run_sub, project, args, message):
     result = run_sub(*project, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    (result.stderr if any(m.startswith("ERROR") for m in result.stderr.lines) else result.stdout).fnmatch_lines([message])
+    (result.stderr if any(m.startswith("ERROR") for m in result.stderr.lines)
+     else result.stdout).fnmatch_lines([message])
 
 
 def test_azure_without_a_subscription_is_a_usage_error(run_sub, project, monkeypatch):
@@ -96,7 +98,8 @@ def test_bench_options_without_a_benchmark_say_they_do_nothing(run, pytester):
     pytester.makepyfile("def test_x():\n    pass\n")
     result = run("--pool", "aws", "--bench-dry-run")
     assert result.ret == 0  # --bench-dry-run still only collects; nothing was created or priced
-    result.stdout.fnmatch_lines(["*PytestConfigWarning: --pool, --bench-dry-run given without --bench: nothing uses it*"])
+    result.stdout.fnmatch_lines([
+        "*PytestConfigWarning: --pool, --bench-dry-run given without --bench: nothing uses it*"])
 
 
 def test_a_plain_run_warns_about_nothing(run, pytester):

@@ -108,7 +108,8 @@ def small_disk(tmp_path):
 @pytest.mark.parametrize("xdist", [False, True], ids=["single", "xdist"])
 def test_a_really_full_disk_keeps_every_complete_record_and_the_folder_is_a_baseline(run_sub, pytester, small_disk,
                                                                                        xdist):
-    args = ["--bench=mock", "--bench-limit", "800", "--bench-screenshots", "off", "--bench-results-dir", str(small_disk),
+    args = ["--bench=mock", "--bench-limit", "800", "--bench-screenshots", "off",
+            "--bench-results-dir", str(small_disk),
             "-p", "no:cacheprovider", *(["-n", "2"] if xdist else [])]
     result = run_sub(*args)
     folder = check_disk_full_run(result, small_disk)

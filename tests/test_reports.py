@@ -74,7 +74,8 @@ def test_run_names_never_collide(run, pytester):
 def test_screenshot_modes(run, pytester, mode, expected):
     script = pytester.path / "s.json"
     script.write_text(json.dumps({"mock_clock_001": [{"type": "done"}], "*": [{"type": "click", "target_id": "4"}]}))
-    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "scripted", "--bench-agent-script", str(script), f"--bench-screenshots={mode}")
+    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "scripted", "--bench-agent-script", str(script),
+        f"--bench-screenshots={mode}")
     folder = only_run_folder(pytester.path)
     with_shots = {r["task_id"] for r in results(folder) if r["screenshots"]}
     assert with_shots == expected
@@ -196,7 +197,8 @@ def test_a_task_file_that_cannot_be_written_fails_the_run_loudly(run_sub, pytest
     result = run_sub("--bench=broken", "--bench-screenshots=on", *(["-n", "2"] if xdist else []))
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["ERROR: 3 task file(s) could not be written in *; first: OSError: display server gone"])
+    result.stdout.fnmatch_lines([
+        "ERROR: 3 task file(s) could not be written in *; first: OSError: display server gone"])
     # The records and the other files are still there.
     folder = only_run_folder(pytester.path)
     assert len(results(folder)) == 3 and (folder / "summary.json").exists()

@@ -16,8 +16,10 @@ from test_trials import FLAKY
 
 PROBS = {f"task{i}": p for i, p in enumerate([0.5, 1.0, 0.0, 0.3, 0.8, 0.6, 0.2, 0.9])}
 SLOW_FLAKY = FLAKY.replace("    def act(self, observation, task, history=None):\n",
-                           "    def act(self, observation, task, history=None):\n        import time; time.sleep(0.15)\n")
-ARGS = ("--bench=flaky", "--bench-agent=flaky-agent", "--bench-trials", "3", "--bench-trial-seed", "5", "-p", "no:cacheprovider")
+                           "    def act(self, observation, task, history=None):\n"
+                           "        import time; time.sleep(0.15)\n")
+ARGS = ("--bench=flaky", "--bench-agent=flaky-agent", "--bench-trials", "3", "--bench-trial-seed", "5",
+        "-p", "no:cacheprovider")
 
 
 def keys(records):

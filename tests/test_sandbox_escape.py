@@ -361,7 +361,8 @@ def test_a_command_printing_300_mb_is_killed_and_pytest_stays_small(bwrap: Isola
                           "summary": done.summary(), "ok": done.ok}}))
         """)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this run's package
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env, check=False)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env,
+                          check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     facts = json.loads(proc.stdout.strip().splitlines()[-1])
     assert facts["over"] == 16 and not facts["ok"] and facts["out"] <= 16 << 20

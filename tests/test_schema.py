@@ -201,14 +201,16 @@ def test_schemas_are_strict(validators, pytester, run):
 
 # -- runs through pytest ---------------------------------------------------------------------------
 def test_mock_agent_with_every_screenshot(validators, pytester, run):
-    run("--bench=mock", "--bench-limit", "4", "--bench-screenshots=on", "--bench-run-name", "r").assert_outcomes(passed=4)
+    run("--bench=mock", "--bench-limit", "4", "--bench-screenshots=on",
+        "--bench-run-name", "r").assert_outcomes(passed=4)
     seen = validate_run(the_run(pytester, "r"), validators)
     assert all(len(r["screenshots"]) == 3 for r in seen["records"])  # step 0, step 1 (done), final
     assert seen["summary"]["statuses"] == {"passed": 4}
 
 
 def test_noop_agent(validators, pytester, run):
-    run("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop", "--bench-run-name", "r").assert_outcomes(failed=3)
+    run("--bench=mock", "--bench-limit", "3", "--bench-agent", "noop",
+        "--bench-run-name", "r").assert_outcomes(failed=3)
     seen = validate_run(the_run(pytester, "r"), validators)
     assert {r["status"] for r in seen["records"]} == {"failed"}
 
@@ -229,7 +231,8 @@ def test_scripted_agent_with_partial_credit_and_step_limit(validators, pytester,
                                    {"type": "wait", "seconds": 0}],
     }
     (pytester.path / "script.json").write_text(json.dumps(script))
-    result = run("--bench=mock", "--bench-limit", "6", "--bench-agent", "scripted", "--bench-agent-script", "script.json",
+    result = run("--bench=mock", "--bench-limit", "6", "--bench-agent", "scripted",
+                 "--bench-agent-script", "script.json",
                  "--bench-max-steps", "2", "--bench-run-name", "r")
     result.assert_outcomes(passed=1, failed=5)
     seen = validate_run(the_run(pytester, "r"), validators)
@@ -269,7 +272,8 @@ def test_fixture_error_before_the_episode(validators, pytester, run):
 
 
 def test_baseline_xfail_and_xpass(validators, pytester, run):
-    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-run-name", "base").assert_outcomes(failed=2)
+    run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop",
+        "--bench-run-name", "base").assert_outcomes(failed=2)
     run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-baseline", "benchmark_results/base",
         "--bench-run-name", "known").assert_outcomes(xfailed=2)
     run("--bench=mock", "--bench-limit", "2", "--bench-baseline", "benchmark_results/base/results.jsonl",
@@ -281,13 +285,15 @@ def test_baseline_xfail_and_xpass(validators, pytester, run):
 
 def test_own_benchmark_example_with_extra_keys(validators, pytester, run):
     pytester.makeconftest((EXAMPLES / "own_benchmark" / "conftest.py").read_text(encoding="utf-8"))
-    run("--bench=todo", "--bench-agent", "todo-agent", "--bench-screenshots=on", "--bench-run-name", "r").assert_outcomes(passed=3)
+    run("--bench=todo", "--bench-agent", "todo-agent", "--bench-screenshots=on",
+        "--bench-run-name", "r").assert_outcomes(passed=3)
     seen = validate_run(the_run(pytester, "r"), validators)
     assert all(r["extra"]["criteria_met"] >= 2 for r in seen["records"])
 
 
 def test_min_success_gate_still_writes_a_valid_record(validators, pytester, run):
-    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-min-success", "50%", "--bench-run-name", "r")
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "noop", "--bench-min-success", "50%",
+                 "--bench-run-name", "r")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     validate_run(the_run(pytester, "r"), validators)
 

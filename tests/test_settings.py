@@ -32,7 +32,8 @@ def test_settings_of_takes_a_reader_or_none_and_names_anything_else():
     reader = Given(agent_model="claude-x")
     assert settings_of(reader) is reader and isinstance(reader, Settings)
     assert settings_of(None) is None
-    with pytest.raises(TypeError, match=r"expected pytest_agentbench Settings or a configured pytest\.Config, got dict"):
+    with pytest.raises(TypeError, match=r"expected pytest_agentbench Settings or a configured pytest\.Config, "
+                                        r"got dict"):
         settings_of({"agent_model": "claude-x"})
 
 

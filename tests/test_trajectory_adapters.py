@@ -90,7 +90,8 @@ def test_openai_accepts_a_request_body_and_sdk_objects() -> None:
 
     body = {"model": "gpt-x", "messages": [
         Message(role="user", content="hi"),
-        Message(role="assistant", content=None, tool_calls=[{"id": "c1", "function": {"name": "a", "arguments": "{}"}}])]}
+        Message(role="assistant", content=None,
+                tool_calls=[{"id": "c1", "function": {"name": "a", "arguments": "{}"}}])]}
     trace = from_openai_messages(body)
     assert trace.input == "hi" and shape(trace) == [(1, "tool_call", "a", {}, False, False)]
 
@@ -135,7 +136,8 @@ def test_openai_legacy_function_call_and_multimodal_content() -> None:
     # REF: function_call is ignored; a list content becomes its Python repr as the input.
     REF_INPUT = "[{'type': 'text', 'text': 'multimodal'}]"
     trace = from_openai_messages([
-        {"role": "user", "content": [{"type": "text", "text": "multimodal"}, {"type": "image_url", "image_url": {"url": "x"}}]},
+        {"role": "user", "content": [{"type": "text", "text": "multimodal"},
+                                     {"type": "image_url", "image_url": {"url": "x"}}]},
         {"role": "assistant", "content": None, "function_call": {"name": "lookup", "arguments": "{\"q\": 1}"}},
         {"role": "function", "name": "lookup", "content": "found"},
         {"role": "assistant", "content": [{"type": "text", "text": "the answer"}]}])
@@ -221,7 +223,8 @@ def test_langchain_nesting_order_and_edge_runs() -> None:
     lonely = from_langchain_run(run("lonely_tool", "tool", inputs={"query": "x"}, error="boom"))
     assert [s.type for s in lonely.steps] == ["tool_call", "tool_result"]
     assert lonely.input == "x" and lonely.final_output == "Error: boom"
-    graph = from_langchain_run(run("graph", "chain", outputs={"messages": [{"content": "hi"}, {"content": "bye"}], "n": 2}))
+    graph = from_langchain_run(run("graph", "chain",
+                                   outputs={"messages": [{"content": "hi"}, {"content": "bye"}], "n": 2}))
     assert graph.final_output == "bye"
     with pytest.raises(TraceFormatError, match="a LangChain run must have 'run_type' or 'child_runs'; got dict"):
         from_langchain_run({"name": "x"})
@@ -252,7 +255,8 @@ def test_fixtura_canonical_trace() -> None:
     ]
     first, allowed, denied, invalid = trace.steps
     assert first.content == "PROMPT:\nRead the local file\n\nCOMPLETION:\nI'll use filesystem tool"
-    assert (first.tokens, first.model, first.provider, first.finish_reason) == ({"input": 10, "output": 10}, "test", "test", "stop")
+    assert (first.tokens, first.model, first.provider, first.finish_reason) == ({"input": 10, "output": 10},
+                                                                                "test", "test", "stop")
     assert allowed.tool_result == {"content": "test_content secret-[REDACTED]"} and allowed.timestamp == 200.0
     assert denied.error == "Database read access denied." and denied.tool_result is None
     assert invalid.error == "Validation error: ('method',): Field required"
@@ -335,14 +339,16 @@ def test_fixtura_decisions_and_step_ids(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("records", "message"), [
-    ([tool_event("1"), {"event_type": "trace_header", "fingerprint": {}}], "t.trace:2: a trace_header must be the first record"),
+    ([tool_event("1"), {"event_type": "trace_header", "fingerprint": {}}],
+     "t.trace:2: a trace_header must be the first record"),
     ([{"event_type": "checkpoint", "step_id": "1"}], "t.trace:1: unknown event_type 'checkpoint'"),
     ([tool_event("1", decision="maybe")], "t.trace:1: unknown permission_decision 'maybe'"),
     ([tool_event("1", tool_name=None)], "t.trace:1: tool_call has no tool_name"),
     ([tool_event("1", arguments=[1])], "t.trace:1: tool_call arguments must be an object, got list"),
     ([{"event_type": "trace_header", "parent_trace_id": "gone", "divergence_step_id": "1"}],
      "t.trace: parent trace gone.trace not found next to it"),
-    ([{"event_type": "trace_header", "parent_trace_id": "t", "divergence_step_id": "1"}], "its lineage loops back to itself"),
+    ([{"event_type": "trace_header", "parent_trace_id": "t", "divergence_step_id": "1"}],
+     "its lineage loops back to itself"),
     ([["not", "an", "object"]], "t.trace:1: a record must be a JSON object, got list"),
 ])
 def test_fixtura_unreadable_traces_are_named(tmp_path, records, message) -> None:
@@ -354,7 +360,8 @@ def test_fixtura_unreadable_traces_are_named(tmp_path, records, message) -> None
 
 def test_fixtura_branch_point_must_be_in_the_parent(tmp_path) -> None:
     write_jsonl(tmp_path / "p.trace", [tool_event("step-1")])
-    write_jsonl(tmp_path / "b.trace", [{"event_type": "trace_header", "parent_trace_id": "p", "divergence_step_id": "step-9"}])
+    write_jsonl(tmp_path / "b.trace", [{"event_type": "trace_header", "parent_trace_id": "p",
+                                        "divergence_step_id": "step-9"}])
     with pytest.raises(TraceFormatError, match=r"divergence_step_id 'step-9' is not a step of p\.trace"):
         from_fixtura_trace(tmp_path / "b.trace")
 
@@ -367,7 +374,8 @@ def test_fixtura_missing_file_is_an_error(tmp_path) -> None:
 
 def test_fixtura_without_zstandard_names_the_install(monkeypatch, tmp_path) -> None:
     monkeypatch.setitem(sys.modules, "zstandard", None)  # import zstandard -> ImportError
-    with pytest.raises(TraceFormatError, match=r"canon.trace is zstd-compressed and reading it needs the zstandard package: pip install zstandard"):
+    with pytest.raises(TraceFormatError, match=r"canon.trace is zstd-compressed and reading it needs the zstandard "
+                                               r"package: pip install zstandard"):
         from_fixtura_trace(DATA / "canon.trace")
     # uncompressed JSON lines need nothing
     assert len(from_fixtura_trace(write_jsonl(tmp_path / "plain.trace", [tool_event("1")])).steps) == 1
@@ -376,7 +384,8 @@ def test_fixtura_without_zstandard_names_the_install(monkeypatch, tmp_path) -> N
 def test_fixtura_corrupt_zstd_and_binary_garbage(zstd, tmp_path) -> None:
     broken = tmp_path / "broken.trace"
     broken.write_bytes((DATA / "canon.trace").read_bytes()[:40])
-    with pytest.raises(TraceFormatError, match=r"broken.trace: not a readable zstd stream \(the last frame is cut off\)"):
+    with pytest.raises(TraceFormatError, match=r"broken.trace: not a readable zstd stream "
+                                               r"\(the last frame is cut off\)"):
         from_fixtura_trace(broken)
     trailing = tmp_path / "trailing.trace"
     trailing.write_bytes((DATA / "canon.trace").read_bytes() + b"\x28\xb5\x2f\xfdjunk")
@@ -422,15 +431,18 @@ def test_run_record_nulls_answers_and_failures() -> None:
     record["steps"][0]["reasoning"] = "Submit is #4"
     record["steps"][0]["action"].update({"type": "type", "text": "milk", "reason": "Submit is #4"})
     record["steps"][1]["action"] = {"type": "answer", "answer": "42"}
-    record["steps"].append({"index": 2, "action": {"type": "fail", "reason": "stuck"}, "reasoning": None, "seconds": 0.5,
+    record["steps"].append({"index": 2, "action": {"type": "fail", "reason": "stuck"}, "reasoning": None,
+                            "seconds": 0.5,
                             "screenshot_path": None, "cost_usd": 0.0, "label": "fail",
-                            "usage": {"input_tokens": 10, "output_tokens": 2, "cost_usd": 0.0, "calls": 1, "model": "m"}})
+                            "usage": {"input_tokens": 10, "output_tokens": 2, "cost_usd": 0.0, "calls": 1,
+                                      "model": "m"}})
     trace = from_run_record(record)
     assert [(s.type, s.tool_name, s.tool_args, s.content, s.error) for s in trace.steps] == [
         ("tool_call", "type", {"target_id": "4", "text": "milk"}, "Submit is #4", None),
         ("output", None, None, "42", None), ("output", None, None, "fail", "stuck")]
     assert trace.final_output == "42"
-    assert (trace.steps[2].tokens, trace.steps[2].model, trace.steps[2].latency_ms) == ({"input": 10, "output": 2}, "m", 500.0)
+    assert (trace.steps[2].tokens, trace.steps[2].model, trace.steps[2].latency_ms) == ({"input": 10, "output": 2},
+                                                                                        "m", 500.0)
 
 
 @pytest.mark.parametrize(("mutate", "message"), [
@@ -479,17 +491,20 @@ ODD = [None, 0, 1.5, True, "", "x", "{}", "[1]", "{bad", [], [1, "a"], {}, {"x":
 
 def _odd_message(rng) -> object:
     message = {key: rng.choice([*ODD, rng.choice(["user", "assistant", "tool", "function", "system"])])
-               for key in rng.sample(["role", "content", "tool_calls", "tool_call_id", "function_call", "name"], rng.randrange(7))}
+               for key in rng.sample(["role", "content", "tool_calls", "tool_call_id", "function_call", "name"],
+                                     rng.randrange(7))}
     if rng.random() < 0.5:
         message["role"] = rng.choice(["user", "assistant", "tool", "function"])
     if rng.random() < 0.4:
-        message["tool_calls"] = [{"id": rng.choice(ODD), "function": rng.choice([*ODD, {"name": rng.choice(ODD), "arguments": rng.choice(ODD)}])}
+        message["tool_calls"] = [{"id": rng.choice(ODD), "function": rng.choice([*ODD, {"name": rng.choice(ODD),
+                                                                                      "arguments": rng.choice(ODD)}])}
                                  for _ in range(rng.randrange(3))]
     return message if rng.random() < 0.95 else rng.choice(ODD)
 
 
 def _odd_run(rng, depth=0) -> object:
-    run = {key: rng.choice(ODD) for key in rng.sample(["name", "inputs", "outputs", "error", "start_time", "end_time", "id", "dotted_order"], 4)}
+    run = {key: rng.choice(ODD) for key in rng.sample(["name", "inputs", "outputs", "error", "start_time", "end_time",
+                                                       "id", "dotted_order"], 4)}
     run["run_type"] = rng.choice(["tool", "llm", "chain", None, 3])
     run["child_runs"] = [_odd_run(rng, depth + 1) for _ in range(rng.randrange(3 if depth < 3 else 1))]
     return run
@@ -505,9 +520,11 @@ def test_adapters_never_fail_with_anything_but_a_trace_format_error() -> None:
         attempts = [
             lambda: from_openai_messages([_odd_message(rng) for _ in range(rng.randrange(6))]),
             lambda: from_langchain_run(_odd_run(rng)),
-            lambda: from_run_record({**record, "steps": [rng.choice([{"action": {"type": rng.choice(["click", "answer", "fail", 3])}},
+            lambda: from_run_record({**record, "steps": [rng.choice([{"action": {"type": rng.choice(["click", "answer",
+                                                                                                     "fail", 3])}},
                                                                      {"action": rng.choice(ODD)}, rng.choice(ODD)])],
-                                     "verdict": rng.choice([*ODD, {"criteria": rng.choice(ODD)}]), "task": rng.choice([*ODD, record["task"]])}),
+                                     "verdict": rng.choice([*ODD, {"criteria": rng.choice(ODD)}]),
+                                     "task": rng.choice([*ODD, record["task"]])}),
         ]
         for attempt in attempts:
             try:
@@ -515,7 +532,8 @@ def test_adapters_never_fail_with_anything_but_a_trace_format_error() -> None:
             except TraceFormatError:
                 continue
             readable += 1
-            score_all(trace, TestCase(task_id="odd", expected_tool_calls=[{"tool": "a", "args": {"x": 1}}], max_steps=2))
+            score_all(trace, TestCase(task_id="odd", expected_tool_calls=[{"tool": "a", "args": {"x": 1}}],
+                                      max_steps=2))
     assert readable > 1000
 
 

@@ -275,7 +275,8 @@ BAD_CASES = {
     "unknown_metric": ({"metrics": ["nope"]}, {}, "c/unknown_metric.case.json: unknown metric 'nope'; known: *"),
     "trace_not_json": ({}, "{oops", "c/trace_not_json.trace.json:1:2: trace file is not valid JSON (*)"),
     "trace_bad_step": ({}, {"task_id": "t", "steps": [{"step_id": 1}]},
-                       "c/trace_bad_step.trace.json: steps[[]0].type must be one of thought, tool_call, tool_result, output, got None"),
+                       ("c/trace_bad_step.trace.json: steps[[]0].type must be one of thought, tool_call, "
+                        "tool_result, output, got None")),
     "trace_missing": ({"trace": "elsewhere/t.json"}, None,
                       "c/trace_missing.case.json: its \"trace\" file c/elsewhere/t.json does not exist"),
 }
@@ -314,12 +315,14 @@ def test_a_case_file_that_is_not_json_is_a_collection_error_naming_file_and_line
 
 # -- the gate ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("args", "ini", "ret", "line"), [
-    (("--trajectory-min", "0.8"), "", 0, "Mean trajectory score 0.800 (3 evaluated metric results) meets --trajectory-min 0.800"),
+    (("--trajectory-min", "0.8"), "", 0,
+     "Mean trajectory score 0.800 (3 evaluated metric results) meets --trajectory-min 0.800"),
     (("--trajectory-min", "0.81"), "", 1,
      "ERROR: mean trajectory score 0.800 (3 evaluated metric results) is below --trajectory-min 0.810"),
     (("--trajectory-min", "81%"), "", 1, "ERROR: mean trajectory score 0.800 * below --trajectory-min 0.810"),
     ((), "agentbench_trajectory_min = 0.9", 1, "ERROR: mean trajectory score 0.800 * below --trajectory-min 0.900"),
-    (("--trajectory-min", "0.5"), "agentbench_trajectory_min = 0.9", 0, "Mean trajectory score 0.800 * meets --trajectory-min 0.500"),
+    (("--trajectory-min", "0.5"), "agentbench_trajectory_min = 0.9", 0,
+     "Mean trajectory score 0.800 * meets --trajectory-min 0.500"),
 ])
 def test_trajectory_min_gates_on_the_mean_of_evaluated_scores(toys, run, args, ini, ret, line):
     toys.makeini(f"[pytest]\n{ini}\n")
@@ -529,9 +532,11 @@ def test_trace_fields_fill_in_what_the_trace_lacks(tmp_path):
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ({"trace_fields": {"state": {}}}, "trace_fields has unknown key 'state'; known: input, final_output, actual_state, metadata"),
+    ({"trace_fields": {"state": {}}},
+     "trace_fields has unknown key 'state'; known: input, final_output, actual_state, metadata"),
     ({"trace_fields": {"actual_state": []}}, "trace_fields.actual_state must be an object, got a list"),
-    ({"trace_format": "xml"}, "trace_format must be one of openeval, openai, langchain, fixtura, agentbench, got 'xml'"),
+    ({"trace_format": "xml"},
+     "trace_format must be one of openeval, openai, langchain, fixtura, agentbench, got 'xml'"),
     ({"marks": ["not a name"]}, "marks must be a list of marker names (identifiers)"),
     ({"metrics": []}, "metrics must be a non-empty list of metric ids"),
     ({"max_steps": -1}, "max_steps must be a whole number >= 0 or null, got -1"),

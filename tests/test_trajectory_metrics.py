@@ -131,7 +131,8 @@ def _odd_trace(rng: random.Random) -> Trace:
     steps = []
     for number in range(rng.randrange(7)):
         steps.append(TraceStep(
-            step_id=number, type=rng.choice(["tool_call", "tool_call", "thought", "tool_result", "output", "", "weird"]),
+            step_id=number,
+            type=rng.choice(["tool_call", "tool_call", "thought", "tool_result", "output", "", "weird"]),
             tool_name=rng.choice(["a", "b", None, "", ["a"], 3]), tool_args=rng.choice(ODD_VALUES),
             denied=rng.choice([False, False, True, 1, None]), divergent=rng.choice([False, False, True, "yes"]),
             latency_ms=rng.choice([None, 5.0, -1, "7", True])))
@@ -228,8 +229,10 @@ def test_tool_selection_with_no_expected_calls_is_not_evaluated() -> None:
 
 
 @pytest.mark.parametrize(("steps", "expected", "score", "details"), [
-    ([call("a", {"x": 1, "y": 2})], [{"tool": "a", "args": {"x": 1}}], 1.0, "Correctly matched 1 of 1 expected arguments."),
-    ([call("a", {"x": 1})], [{"tool": "a", "args": {"x": 1, "y": 2}}], 0.5, "Correctly matched 1 of 2 expected arguments."),
+    ([call("a", {"x": 1, "y": 2})], [{"tool": "a", "args": {"x": 1}}], 1.0,
+     "Correctly matched 1 of 1 expected arguments."),
+    ([call("a", {"x": 1})], [{"tool": "a", "args": {"x": 1, "y": 2}}], 0.5,
+     "Correctly matched 1 of 2 expected arguments."),
     ([call("a", {"x": 1.0})], [{"tool": "a", "args": {"x": 1}}], 1.0, "1 of 1"),
     ([call("a", {"x": 1})], [{"tool": "a", "args": {"x": "1"}}], 0.0, "0 of 1"),
     ([call("a", {"x": {"k": [1, 2]}})], [{"tool": "a", "args": {"x": {"k": [1, 2]}}}], 1.0, "1 of 1"),
@@ -499,7 +502,8 @@ def test_divergence_of_an_unchecked_trace_is_not_evaluated() -> None:
         assert (result.score, result.passed) != REF
         not_evaluated(result, "not checked for divergence")
     checked = {"divergence_checked": True}
-    check(divergence(trace(call("a"), step("output"), metadata=checked), case()), 1.0, True, "No divergence in 2 steps.")
+    check(divergence(trace(call("a"), step("output"), metadata=checked), case()), 1.0, True,
+          "No divergence in 2 steps.")
     not_evaluated(divergence(trace(metadata=checked), case()), "the trace has no steps")
 
 
@@ -550,20 +554,56 @@ def test_fixture_freshness_never_checked_is_not_evaluated_not_failed(metadata) -
 EXAMPLE_SUITE = {
     # name: (testcase, trace, the reference's scores for tool sel, arg corr, step eff, goal comp)
     "case1_pass": (
-        {"task_id": "case1_pass", "input": "weather in Tokyo?", "expected_tool_calls": [{"tool": "search", "args": {"query": "weather Tokyo"}}], "expected_final_state": {"answered": True}},
-        {"task_id": "case1_pass", "input": "weather in Tokyo?", "steps": [{"step_id": 1, "type": "thought", "content": "step 1", "tool_name": None, "tool_args": None, "tool_result": None, "timestamp": 1.0}, {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "search", "tool_args": {"query": "weather Tokyo"}, "tool_result": None, "timestamp": 2.0}, {"step_id": 3, "type": "tool_result", "content": "step 3", "tool_name": "search", "tool_args": None, "tool_result": "sunny", "timestamp": 3.0}], "final_output": "Sunny.", "actual_state": {"answered": True}, "metadata": {}},
+        {"task_id": "case1_pass", "input": "weather in Tokyo?",
+         "expected_tool_calls": [{"tool": "search", "args": {"query": "weather Tokyo"}}],
+         "expected_final_state": {"answered": True}},
+        {"task_id": "case1_pass", "input": "weather in Tokyo?",
+         "steps": [{"step_id": 1, "type": "thought", "content": "step 1", "tool_name": None, "tool_args": None,
+                    "tool_result": None, "timestamp": 1.0},
+                   {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "search",
+                    "tool_args": {"query": "weather Tokyo"}, "tool_result": None, "timestamp": 2.0},
+                   {"step_id": 3, "type": "tool_result", "content": "step 3", "tool_name": "search", "tool_args": None,
+                    "tool_result": "sunny", "timestamp": 3.0}], "final_output": "Sunny.",
+         "actual_state": {"answered": True}, "metadata": {}},
         (1.0, 1.0, 1.0, 1.0)),
     "case2_wrong_args": (
-        {"task_id": "case2_wrong_args", "input": "book a flight", "expected_tool_calls": [{"tool": "search_flights", "args": {"from": "SFO", "to": "JFK"}}, {"tool": "book", "args": {"flight": "UA1", "seat": "12A"}}], "expected_final_state": {"booked": True}, "max_steps": 4},
-        {"task_id": "case2_wrong_args", "input": "book a flight", "steps": [{"step_id": 1, "type": "tool_call", "content": "step 1", "tool_name": "search_flights", "tool_args": {"from": "SFO", "to": "JFK"}, "tool_result": None, "timestamp": 1.0}, {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "book", "tool_args": {"flight": "UA1", "seat": "12C"}, "tool_result": None, "timestamp": 2.0}], "final_output": "Booked.", "actual_state": {"booked": True}},
+        {"task_id": "case2_wrong_args", "input": "book a flight",
+         "expected_tool_calls": [{"tool": "search_flights", "args": {"from": "SFO", "to": "JFK"}},
+                                 {"tool": "book", "args": {"flight": "UA1", "seat": "12A"}}],
+         "expected_final_state": {"booked": True}, "max_steps": 4},
+        {"task_id": "case2_wrong_args", "input": "book a flight",
+         "steps": [{"step_id": 1, "type": "tool_call", "content": "step 1", "tool_name": "search_flights",
+                    "tool_args": {"from": "SFO", "to": "JFK"}, "tool_result": None, "timestamp": 1.0},
+                   {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "book",
+                    "tool_args": {"flight": "UA1", "seat": "12C"}, "tool_result": None, "timestamp": 2.0}],
+         "final_output": "Booked.", "actual_state": {"booked": True}},
         (1.0, 0.75, 1.0, 1.0)),
     "case3_inefficient": (
-        {"task_id": "case3_inefficient", "input": "create file", "expected_tool_calls": [{"tool": "write_file", "args": {"path": "a.txt"}}], "expected_final_state": {"file_exists": True, "size": 5}},
-        {"task_id": "case3_inefficient", "input": "create file", "steps": [{"step_id": 1, "type": "tool_call", "content": "step 1", "tool_name": "ls", "tool_args": {}, "tool_result": None, "timestamp": 1.0}, {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "ls", "tool_args": {}, "tool_result": None, "timestamp": 2.0}, {"step_id": 3, "type": "tool_call", "content": "step 3", "tool_name": "ls", "tool_args": {}, "tool_result": None, "timestamp": 3.0}, {"step_id": 4, "type": "tool_call", "content": "step 4", "tool_name": "write_file", "tool_args": {"path": "a.txt"}, "tool_result": None, "timestamp": 4.0}], "final_output": "", "actual_state": {"file_exists": True, "size": 0}},
+        {"task_id": "case3_inefficient", "input": "create file",
+         "expected_tool_calls": [{"tool": "write_file", "args": {"path": "a.txt"}}],
+         "expected_final_state": {"file_exists": True, "size": 5}},
+        {"task_id": "case3_inefficient", "input": "create file",
+         "steps": [{"step_id": 1, "type": "tool_call", "content": "step 1", "tool_name": "ls", "tool_args": {},
+                    "tool_result": None, "timestamp": 1.0},
+                   {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "ls", "tool_args": {},
+                    "tool_result": None, "timestamp": 2.0},
+                   {"step_id": 3, "type": "tool_call", "content": "step 3", "tool_name": "ls", "tool_args": {},
+                    "tool_result": None, "timestamp": 3.0},
+                   {"step_id": 4, "type": "tool_call", "content": "step 4", "tool_name": "write_file",
+                    "tool_args": {"path": "a.txt"}, "tool_result": None, "timestamp": 4.0}], "final_output": "",
+         "actual_state": {"file_exists": True, "size": 0}},
         (1.0, 1.0, 0.25, 0.5)),
     "case4_denied": (
-        {"task_id": "case4_denied", "input": "read secrets", "expected_tool_calls": [{"tool": "read_file", "args": {"path": "./notes.txt"}}], "expected_final_state": {}},
-        {"task_id": "case4_denied", "input": "read secrets", "steps": [{"step_id": 1, "type": "tool_call", "content": "step 1", "tool_name": "read_file", "tool_args": {"path": "/etc/shadow"}, "tool_result": None, "timestamp": 1.0, "denied": True, "error": "permission denied"}, {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "read_file", "tool_args": {"path": "./notes.txt"}, "tool_result": "ok", "timestamp": 2.0}], "final_output": "Could not read /etc/shadow; read notes instead.", "actual_state": {}, "metadata": {"verdict": "PASS"}},
+        {"task_id": "case4_denied", "input": "read secrets",
+         "expected_tool_calls": [{"tool": "read_file", "args": {"path": "./notes.txt"}}], "expected_final_state": {}},
+        {"task_id": "case4_denied", "input": "read secrets",
+         "steps": [{"step_id": 1, "type": "tool_call", "content": "step 1", "tool_name": "read_file",
+                    "tool_args": {"path": "/etc/shadow"}, "tool_result": None, "timestamp": 1.0, "denied": True,
+                    "error": "permission denied"},
+                   {"step_id": 2, "type": "tool_call", "content": "step 2", "tool_name": "read_file",
+                    "tool_args": {"path": "./notes.txt"}, "tool_result": "ok", "timestamp": 2.0}],
+         "final_output": "Could not read /etc/shadow; read notes instead.", "actual_state": {},
+         "metadata": {"verdict": "PASS"}},
         (1.0, 1.0, 0.5, 1.0)),
 }
 
@@ -588,7 +628,8 @@ def test_the_denied_demo_fails_as_the_references_suite_runner_says() -> None:
     # `run --trace/--testcase` drops `denied` and passes it. We read `denied` always.
     t = Trace.from_dict({"task_id": "only_denied", "steps": [
         {"type": "tool_call", "tool_name": "read_file", "tool_args": {"path": "x"}, "denied": True}]})
-    c = TestCase.from_dict({"task_id": "only_denied", "expected_tool_calls": [{"tool": "read_file", "args": {"path": "x"}}]})
+    c = TestCase.from_dict({"task_id": "only_denied",
+                            "expected_tool_calls": [{"tool": "read_file", "args": {"path": "x"}}]})
     check(tool_selection(t, c), 0.0, False)
     check(step_efficiency(t, c), 1.0, True)
 
@@ -614,7 +655,8 @@ def test_trace_and_case_round_trip_through_json() -> None:
     ({"input": "x"}, "trace: 'task_id' must be a non-empty string, got null"),
     ({"task_id": "t", "steps": {}}, "trace: 'steps' must be a list, got an object"),
     ({"task_id": "t", "steps": [{"tool_name": "a"}]}, "trace: steps[0].type must be one of thought, tool_call"),
-    ({"task_id": "t", "steps": [{"type": "tool_call", "tool_name": ["a"]}]}, "steps[0].tool_name must be a string or null"),
+    ({"task_id": "t", "steps": [{"type": "tool_call", "tool_name": ["a"]}]},
+     "steps[0].tool_name must be a string or null"),
     ({"task_id": "t", "steps": [{"type": "tool_call", "denied": "yes"}]}, "steps[0].denied must be true or false"),
     ({"task_id": "t", "actual_state": []}, "'actual_state' must be an object, got a list"),
 ])
@@ -625,7 +667,8 @@ def test_trace_from_dict_names_the_bad_field(data, message) -> None:
 
 @pytest.mark.parametrize(("data", "message"), [
     ({"task_id": "c", "expected_tool_calls": [{"args": {}}]}, "test case: expected_tool_calls[0] has no 'tool' name"),
-    ({"task_id": "c", "expected_tool_calls": {"tool": "a"}}, "test case: expected_tool_calls must be a list, got an object"),
+    ({"task_id": "c", "expected_tool_calls": {"tool": "a"}},
+     "test case: expected_tool_calls must be a list, got an object"),
     ({"task_id": "c", "expected_final_state": [1]}, "test case: expected_final_state must be an object"),
     ({"task_id": "c", "max_steps": 2.5}, "test case: max_steps must be a whole number >= 0 or null, got 2.5"),
     ({"task_id": "c", "timeout_seconds": 0}, "test case: timeout_seconds must be a number > 0 or null, got 0"),

@@ -120,7 +120,8 @@ def test_statistics_of_a_run_match_a_hand_computation(flaky, run, pytester):
     assert s["by_domain"]["even"]["outcome_trials"] == 9  # alpha, charlie, echo
     text = result.stdout.str()
     assert "Statistics (95% confidence, outcomes only)" in text
-    assert f"Success rate: {s['success_rate'] * 100:.1f}% [{s['ci95'][0] * 100:.1f}%, {s['ci95'][1] * 100:.1f}%]" in text
+    assert (f"Success rate: {s['success_rate'] * 100:.1f}% "
+            f"[{s['ci95'][0] * 100:.1f}%, {s['ci95'][1] * 100:.1f}%]") in text
     assert "pass^k:" in text and "Flip rate:" in text
     props = {p.get("name"): p.get("value") for p in ET.parse(pytester.path / "junit.xml").iter("property")}
     assert props["agentbench_trials"] == "3"
@@ -181,7 +182,8 @@ def test_last_failed_reruns_the_failed_trials(flaky, pytester):
     (("--bench-trial-seed", "-3"), "--bench-trial-seed must be >= 0, got -3"),
     (("--bench-fail-on-regression",), "--bench-fail-on-regression needs --bench-compare RUN"),
     (("--bench-compare", "nowhere"), "--bench-compare nowhere: nowhere does not exist"),
-    (("--bench-compare", "x.jsonl", "--bench-regression-alpha", "5%"), "--bench-regression-alpha must be a probability"),
+    (("--bench-compare", "x.jsonl", "--bench-regression-alpha", "5%"),
+     "--bench-regression-alpha must be a probability"),
 ])
 def test_bad_trial_options_are_usage_errors(flaky, run, args, message, pytester):
     flaky()
@@ -236,7 +238,8 @@ def test_a_baseline_with_trials_marks_a_task_that_failed_any_trial(flaky, run, p
     assert alpha[0] is True
     lines = (base / "results.jsonl").read_text().splitlines()
     (base / "results.jsonl").write_text("\n".join(reversed(lines)) + "\n")
-    result = run(*ARGS, "--bench-trials", "4", "--bench-trial-seed", "5", "--bench-baseline", str(base), "--bench-run-name", "next")
+    result = run(*ARGS, "--bench-trials", "4", "--bench-trial-seed", "5", "--bench-baseline", str(base),
+                 "--bench-run-name", "next")
     statuses = {(r["task_id"], r["trial"]): r["status"] for r in results(pytester.path / "benchmark_results" / "next")}
     assert {s for (t, _), s in statuses.items() if t == "alpha"} == {"xfailed", "xpassed"}
     assert {s for (t, _), s in statuses.items() if t == "bravo"} == {"passed"}

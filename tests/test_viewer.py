@@ -289,7 +289,7 @@ def test_the_header_names_the_player_the_run_recorded(run, pytester, open_viewer
 def header(page: Any) -> dict[str, str]:
     """The run facts under the page's title, by name."""
     return dict(zip(page.locator("#run-meta .meta-key").all_inner_texts(),
-                    page.locator("#run-meta .meta-val").all_inner_texts()))
+                    page.locator("#run-meta .meta-val").all_inner_texts(), strict=True))
 
 
 def test_markup_from_a_benchmark_is_shown_as_text(run, pytester, open_viewer):

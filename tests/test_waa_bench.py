@@ -123,7 +123,8 @@ def test_index_naming_a_missing_file(run, pytester):
 
 @pytest.mark.parametrize("task_id", ["notepad_1", "foo", "notepad"])
 def test_unknown_bench_task(run, task_id):
-    usage_error(run(*waa("--bench-task", task_id, "--collect-only")), f"--bench-task '{task_id}' matches no task of waa")
+    usage_error(run(*waa("--bench-task", task_id, "--collect-only")),
+                f"--bench-task '{task_id}' matches no task of waa")
 
 
 def test_bad_ready_timeout(run):
@@ -234,7 +235,8 @@ def test_a_server_that_is_down_is_an_infrastructure_error():
     task = bench.load_task(NOTEPAD)
     with pytest.raises(InfrastructureError, match="WAA server at http://vm:5001 is not reachable"):
         bench.reset(task)
-    bench = WAABenchmark(EXAMPLES, ready_timeout=2.5, client_factory=lambda settings, upstream: StubClient(settings, upstream, up=False))
+    bench = WAABenchmark(EXAMPLES, ready_timeout=2.5,
+                         client_factory=lambda settings, upstream: StubClient(settings, upstream, up=False))
     with pytest.raises(InfrastructureError, match=r"did not answer /probe within 2\.5s"):
         bench.reset(task)
     with pytest.raises(InfrastructureError, match="not reachable"):  # waits once, then probes
@@ -273,7 +275,8 @@ def pytest_agentbench_register_benchmarks(registry):
 #: The stub client scores as a user's evaluate server would; no upstream code is involved.
 STUB_SCORES = ("--waa-evaluate-url", "http://stub-evaluate")
 
-NOTEPAD_STUB_SCRIPT = {NOTEPAD: [{"type": "type", "text": "This is a draft."}, {"type": "hotkey", "keys": ["ctrl", "s"]},
+NOTEPAD_STUB_SCRIPT = {NOTEPAD: [{"type": "type", "text": "This is a draft."},
+                                 {"type": "hotkey", "keys": ["ctrl", "s"]},
                                  {"type": "done"}]}
 
 
@@ -329,7 +332,8 @@ def test_end_to_end_notepad_against_the_fake_server(run, pytester, fake_server):
     # draft.txt saved in Documents by an earlier episode would survive into the next one.
     result = run(*waa(*server, "--bench-task", NOTEPAD, "--bench-agent", "noop"))
     result.assert_outcomes(failed=1)
-    result = run(*waa(*server, "--bench-task", NOTEPAD, "--bench-agent", "scripted", "--bench-agent-script", str(script)))
+    result = run(*waa(*server, "--bench-task", NOTEPAD, "--bench-agent", "scripted",
+                      "--bench-agent-script", str(script)))
     result.assert_outcomes(passed=1)
     assert fake_server.read_file("C:\\Users\\Docker\\Documents\\draft.txt") == b"This is a draft."
     rows = [r for folder in sorted((pytester.path / "benchmark_results").iterdir()) for r in results(folder)]

@@ -87,7 +87,8 @@ def test_terminal_actions_are_refused(mapper, kind):
 
 
 def test_act_sends_python_c_over_execute():
-    rec = Recorder(lambda r: httpx.Response(200, json={"status": "success", "output": "", "error": "", "returncode": 0}))
+    rec = Recorder(lambda r: httpx.Response(200, json={"status": "success", "output": "", "error": "",
+                                                       "returncode": 0}))
     client = rec.client()
     client.act(Action(type="click", x=10, y=20))
     (req,) = rec.requests
@@ -97,7 +98,8 @@ def test_act_sends_python_c_over_execute():
 
 
 def test_act_failure_in_vm_is_infrastructure_error():
-    rec = Recorder(lambda r: httpx.Response(200, json={"status": "success", "output": "", "error": "boom", "returncode": 1}))
+    rec = Recorder(lambda r: httpx.Response(200, json={"status": "success", "output": "", "error": "boom",
+                                                       "returncode": 1}))
     with pytest.raises(InfrastructureError, match="boom"):
         rec.client().act(Action(type="key", key="a"))
 
@@ -215,7 +217,7 @@ def test_backoff_doubles_with_jitter_added():
         with pytest.raises(InfrastructureError, match="failed after 4 attempt"):
             client.setup([{"type": "close_all", "parameters": {}}])
         assert len(client.sleeps) == 3
-        for base, wait in zip((0.1, 0.2, 0.4), client.sleeps):
+        for base, wait in zip((0.1, 0.2, 0.4), client.sleeps, strict=True):
             assert base <= wait <= base + 0.05
         runs.add(tuple(client.sleeps))
     assert len(runs) > 1  # random jitter: five runs never wait exactly alike
@@ -317,7 +319,8 @@ def test_setup_step_types_use_the_real_endpoints():
     assert seen[3] == ("POST", "/setup/execute", {"command": ["python", "-c", "print(1)"], "shell": False})
     assert client.sleeps == [2.0, 2.0, 5.0]  # the sleep step, after opening a file, before closing tabs
     assert seen[4] == ("POST", "/setup/open_file", {"path": "C:\\a.txt"})
-    assert seen[5] == ("POST", "/setup/activate_window", {"window_name": "a.txt - Notepad", "strict": True, "by_class": False})
+    assert seen[5] == ("POST", "/setup/activate_window", {"window_name": "a.txt - Notepad", "strict": True,
+                                                          "by_class": False})
     assert seen[6] == ("POST", "/setup/create_folder", {"path": "C:\\new"})
     assert seen[7] == ("POST", "/setup/recycle", {"path": "C:\\old.txt"})
     assert seen[8][1] == "/json/list"
@@ -374,13 +377,15 @@ def test_download_is_fetched_by_the_harness_and_uploaded(file_server):
     with FakeWAAServer() as fake:
         client = WAAClient(fake.url, download_allow=frozenset({"127.0.0.1"}))
         client.sleep = lambda s: None
-        client.setup([{"type": "download", "parameters": {"files": [{"url": f"{file_server}/book.xlsx", "path": target}]}}])
+        client.setup([{"type": "download",
+                       "parameters": {"files": [{"url": f"{file_server}/book.xlsx", "path": target}]}}])
         assert fake.fs[target] == b"PK\x03\x04 fake spreadsheet"
         upload = [r for r in fake.requests if r["path"] == "/setup/upload"]
         assert len(upload) == 1 and upload[0]["form"] == {"file_path": target}
         assert not any(r["path"] == "/setup/download_file" for r in fake.requests)
         with pytest.raises(InfrastructureError, match=r"failed after 3 attempts: .*HTTP 404"):
-            client.setup([{"type": "download", "parameters": {"files": [{"url": f"{file_server}/missing", "path": target}]}}])
+            client.setup([{"type": "download",
+                           "parameters": {"files": [{"url": f"{file_server}/missing", "path": target}]}}])
         client.close()
 
 
@@ -428,7 +433,8 @@ TASK = {"id": "t", "evaluator": {"func": "exact_match", "result": {"type": "rule
 
 
 def eval_client(status, body):
-    rec = Recorder(lambda r: httpx.Response(status, json=body) if body is not None else httpx.Response(status, text="x"))
+    rec = Recorder(lambda r: httpx.Response(status, json=body) if body is not None
+                   else httpx.Response(status, text="x"))
     return rec, rec.client()
 
 
@@ -454,7 +460,8 @@ def test_evaluate_partial_score_and_metric_criteria():
     ("status", "body", "error"),
     [
         (422, {"success": False, "score": None, "scored": False, "reason": "cannot score: metric"}, EvaluationError),
-        (200, {"success": False, "score": 0.0, "scored": False, "error_type": "evaluation", "reason": "x"}, EvaluationError),
+        (200, {"success": False, "score": 0.0, "scored": False, "error_type": "evaluation", "reason": "x"},
+         EvaluationError),
         (200, {"success": False, "score": 0.0, "reason": "No evaluator config"}, EvaluationError),
         (500, {"success": False, "score": 0.0, "reason": "Error: getter crashed"}, EvaluationError),
         (200, {"success": True, "score": 7}, EvaluationError),
@@ -537,4 +544,5 @@ def test_score_task_rules():
         scoring.score_task({"func": ["a", "b"], "result": [{}]}, None, lambda s: 1.0)
     with pytest.raises(scoring.CannotScore, match="conj"):
         scoring.score_task({"func": ["a"], "conj": "xor"}, None, lambda s: 1.0)
-    assert scoring.score_task({"func": ["a", "b"], "conj": "or"}, None, lambda s: {"a": 0.0, "b": 1.0}[s.func]).score == 1.0
+    assert scoring.score_task({"func": ["a", "b"], "conj": "or"}, None,
+                              lambda s: {"a": 0.0, "b": 1.0}[s.func]).score == 1.0

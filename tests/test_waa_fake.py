@@ -124,7 +124,8 @@ def test_infeasible_task_passes_only_with_final_fail(fake, client):
 
 
 def test_unknown_metric_is_cannot_score(fake, client):
-    task = {"id": "x", "config": [], "evaluator": {"func": "compare_table", "result": {"type": "vm_file", "path": "C:\\a"},
+    task = {"id": "x", "config": [], "evaluator": {"func": "compare_table",
+                                                   "result": {"type": "vm_file", "path": "C:\\a"},
                                                    "expected": {"type": "rule", "rules": {}}}}
     with pytest.raises(EvaluationError, match="compare_table"):
         client.evaluate(task, Action(type="done"))
@@ -171,7 +172,8 @@ def test_reply_formats(fake):
     assert fake.read_file("C:\\Users\\Docker\\Downloads\\a.bin") is None
     r = httpx.post(base + "/setup/clear_task_files", json={})
     assert r.text == "No task files to clear from 'C:\\\\Users\\\\Docker\\\\Downloads'."
-    r = httpx.post(base + "/execute", json={"command": ["python", "-c", "import pyautogui; print(pyautogui.position())"],
+    r = httpx.post(base + "/execute", json={"command": ["python", "-c",
+                                                        "import pyautogui; print(pyautogui.position())"],
                                             "shell": False})
     assert r.json() == {"status": "success", "output": "Point(x=640, y=360)\n", "error": "", "returncode": 0}
     assert httpx.post(base + "/screen_size").json() == {"width": 1280, "height": 720}
@@ -249,7 +251,8 @@ def test_unknown_routes_are_500_json_404(method, path):
 def test_wrong_methods_are_500_json_405(fake, method, path):
     r = httpx.request(method, fake.url + path)
     assert r.status_code == 500
-    assert r.json() == {"status": "error", "message": "405 Method Not Allowed: The method is not allowed for the requested URL."}
+    assert r.json() == {"status": "error",
+                        "message": "405 Method Not Allowed: The method is not allowed for the requested URL."}
 
 
 def test_json_routes_reject_other_bodies(fake):
@@ -270,7 +273,8 @@ def test_a_missing_program_is_500_without_a_shell_and_cmds_error_with_one(fake, 
     r = httpx.post(fake.url + endpoint, json={"command": "no-such-program --x", "shell": True})
     assert r.status_code == 200
     assert r.json() == {"status": "success", "output": "", "returncode": 1, "error": (
-        "'no-such-program' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n")}
+        "'no-such-program' is not recognized as an internal or external command,\r\n"
+        "operable program or batch file.\r\n")}
     # Programs the machine has still run: echo through the shell prints, notepad opens its window.
     assert httpx.post(fake.url + endpoint, json={"command": "echo hi", "shell": True}).json()["output"] == "hi\r\n"
     assert httpx.post(fake.url + endpoint, json={"command": ["notepad.exe"]}).json()["returncode"] == 0
@@ -340,7 +344,8 @@ def test_getters_have_upstreams_reply_shapes(fake):
     r = httpx.post(base + "/file_exists", json={"path": "C:\\Users\\Docker\\Documents", "file_name": "b.txt"})
     assert (r.status_code, r.json()["status"]) == (200, "success")
     r = httpx.post(base + "/folder_exists", json={"path": "C:\\Users\\Docker\\Documents", "folder_name": "nope"})
-    assert (r.status_code, r.json()) == (400, {"status": "error", "message": "Folder nope does not exist in C:\\Users\\Docker\\Documents."})
+    assert (r.status_code, r.json()) == (400, {"status": "error", "message": "Folder nope does not exist in "
+                                                                             "C:\\Users\\Docker\\Documents."})
 
 
 def test_execute_windows_runs_the_pyautogui_subset(fake):
@@ -358,7 +363,8 @@ def test_activate_and_close_window_follow_upstreams_windows_branch(fake):
     fake._launch(["explorer", "C:\\Users\\Docker\\Documents"])
     # Without strict the window is found but nothing moves; with strict the match comes to the front.
     r = httpx.post(base + "/setup/activate_window", json={"window_name": "untitled"})
-    assert (r.status_code, r.text) == (200, "Window activated successfully") and fake.windows[-1]["title"] == "Documents"
+    assert ((r.status_code, r.text) == (200, "Window activated successfully")
+            and fake.windows[-1]["title"] == "Documents")
     httpx.post(base + "/setup/activate_window", json={"window_name": "untitled", "strict": True})
     assert fake.windows[-1]["title"] == "Untitled - Notepad"
     r = httpx.post(base + "/setup/activate_window", json={"window_name": "Notepad", "by_class": True})

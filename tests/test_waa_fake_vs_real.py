@@ -76,7 +76,8 @@ SAME: dict[str, Request] = {
     "form body to a JSON route": lambda s: ("POST", "/setup/launch", {"data": {"command": "x"}}),
     "bad JSON": lambda s: ("POST", "/execute", {"content": b"{nope", "headers": {"Content-Type": "application/json"}}),
     "launch of a missing program": lambda s: ("POST", "/setup/launch", {"json": {"command": ["no-such-program-waa"]}}),
-    "launch without a shell flag, as a string": lambda s: ("POST", "/setup/launch", {"json": {"command": "no-such-x -a"}}),
+    "launch without a shell flag, as a string": lambda s: ("POST", "/setup/launch",
+                                                           {"json": {"command": "no-such-x -a"}}),
     "open_file without a path": lambda s: ("POST", "/setup/open_file", {"json": {}}),
     "file of a missing file": lambda s: ("POST", "/file", {"data": {"file_path": s.path("none.txt")}}),
     "file without file_path": lambda s: ("POST", "/file", {"data": {}}),
@@ -87,7 +88,8 @@ SAME: dict[str, Request] = {
     "file_exists without a name": lambda s: ("POST", "/file_exists", {"json": {"path": s.home}}),
     "folder_exists without a path": lambda s: ("POST", "/folder_exists", {"json": {"folder_name": "x"}}),
     "execute_windows success": lambda s: ("POST", "/execute_windows", {"json": {"command": "import time"}}),
-    "execute_windows of an unknown name": lambda s: ("POST", "/execute_windows", {"json": {"command": "pyautogui.press('a')"}}),
+    "execute_windows of an unknown name": lambda s: ("POST", "/execute_windows",
+                                                     {"json": {"command": "pyautogui.press('a')"}}),
     "create_folder without a path": lambda s: ("POST", "/setup/create_folder", {"json": {}}),
     "recycle without a path": lambda s: ("POST", "/setup/recycle", {"json": {}}),
     "activate_window without a name": lambda s: ("POST", "/setup/activate_window", {"json": {}}),
@@ -119,7 +121,8 @@ def test_path_replies_match_up_to_the_machines_paths(sides) -> None:
     missing = {side.sep: side.path("Documents", "missing.txt") for side in sides}
     for side in sides:
         reply = side.send("POST", "/setup/open_file", json={"path": missing[side.sep]})
-        assert (reply.status_code, ctype(reply), reply.text) == (404, "text/html", f"File not found: {missing[side.sep]}")
+        assert (reply.status_code, ctype(reply), reply.text) == (404, "text/html",
+                                                                 f"File not found: {missing[side.sep]}")
         target = side.path("no-such-folder", "x.txt")
         reply = side.send("POST", "/setup/upload", data={"file_path": target}, files={"file_data": ("x.txt", b"x")})
         assert (reply.status_code, reply.json()) == (
@@ -133,7 +136,8 @@ def test_path_replies_match_up_to_the_machines_paths(sides) -> None:
         made = side.path("Documents", "made", "note.txt")
         reply = side.send("POST", "/setup/create_file", json={"path": made, "content": "n"})
         assert (reply.status_code, reply.json()) == (200, {"status": "success", "message": f"{made} created."})
-        reply = side.send("POST", "/file_exists", json={"path": side.path("Documents", "made"), "file_name": "note.txt"})
+        reply = side.send("POST", "/file_exists", json={"path": side.path("Documents", "made"),
+                                                        "file_name": "note.txt"})
         assert (reply.status_code, reply.json()) == (
             200, {"status": "success", "message": f"File note.txt exists in {side.path('Documents', 'made')}."})
         reply = side.send("POST", "/setup/recycle", json={"path": made})

@@ -125,7 +125,8 @@ def test_and_is_the_mean_and_or_the_max(evaluator):
     verdict = evaluator.evaluate(rule_task(["exact_match", "fuzzy_match"], [1, "abcd"], [1, "abce"]), "DONE", down)
     assert verdict.score == pytest.approx(0.875) and verdict.passed is False
     assert [(c.name, c.actual) for c in verdict.criteria] == [("exact_match", 1.0), ("fuzzy_match", 0.75)]
-    verdict = evaluator.evaluate(rule_task(["fuzzy_match", "exact_match"], ["abcd", 0], ["abce", 1], "or"), "DONE", down)
+    verdict = evaluator.evaluate(rule_task(["fuzzy_match", "exact_match"], ["abcd", 0], ["abce", 1], "or"),
+                                 "DONE", down)
     assert verdict.score == pytest.approx(0.75)
     # and stops at the first 0, as upstream does: the second metric never runs.
     verdict = evaluator.evaluate(rule_task(["exact_match", "fuzzy_match"], [0, "a"], [1, "a"]), "DONE", down)
@@ -140,8 +141,9 @@ def test_what_is_not_a_judgement_is_an_error(evaluator):
     with pytest.raises(InfrastructureError, match=r"scoring could not read the VM: POST .*/file during scoring"):
         evaluator.evaluate(notepad, "DONE", down)
     # compare_audios needs librosa, which upstream imports at the top and the waa extra leaves out.
-    audio = {"id": "audio", "instruction": "x", "evaluator": {"func": "compare_audios", "result": {"type": "rule", "rules": "a.mp3"},
-                                         "expected": {"type": "rule", "rules": "b.mp3"}}}
+    audio = {"id": "audio", "instruction": "x",
+             "evaluator": {"func": "compare_audios", "result": {"type": "rule", "rules": "a.mp3"},
+                           "expected": {"type": "rule", "rules": "b.mp3"}}}
     try:
         verdict = evaluator.evaluate(audio, "DONE", down)
     except EvaluationError as exc:
@@ -240,7 +242,8 @@ def test_an_unreachable_getter_is_an_error_not_a_zero(run, pytester):
     script.write_text(json.dumps({NOTEPAD_TASK: NOTEPAD_SOLUTION}))
     with FakeWAAServer() as fake:
         result = run("--bench=waa", "--waa-examples", str(tree), "--waa-upstream", str(upstream), "--waa-server",
-                     fake.url, "--bench-task", NOTEPAD_TASK, "--bench-agent", "scripted", "--bench-agent-script", str(script))
+                     fake.url, "--bench-task", NOTEPAD_TASK, "--bench-agent", "scripted",
+                     "--bench-agent-script", str(script))
     result.assert_outcomes(errors=1)
     (row,) = results(only_run_folder(pytester.path))
     assert row["error_type"] == "infrastructure" and "draft.txt during scoring" in row["reason"]

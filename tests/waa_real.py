@@ -134,7 +134,8 @@ class RealWAAServer:
 
     def _client_windows(self) -> list[tuple[str, int, str]]:
         """``(window id, pid, title)`` of each client window of the window manager (``wmctrl -lp``)."""
-        result = subprocess.run(["wmctrl", "-lp"], env=self.env, capture_output=True, text=True, timeout=10, check=False)
+        result = subprocess.run(["wmctrl", "-lp"], env=self.env, capture_output=True, text=True, timeout=10,
+                                check=False)
         windows = []
         for line in result.stdout.splitlines():
             parts = line.split(None, 4)
@@ -163,7 +164,8 @@ class RealWAAServer:
         # Windows opened through the server (/setup/launch) are not ours to track: close each one
         # through the window manager, then stop the programs of those that stay.
         for window_id, _, _ in self._client_windows():
-            subprocess.run(["wmctrl", "-i", "-c", window_id], env=self.env, capture_output=True, timeout=10, check=False)
+            subprocess.run(["wmctrl", "-i", "-c", window_id], env=self.env, capture_output=True, timeout=10,
+                           check=False)
         deadline = time.monotonic() + 5
         while self._client_windows() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -208,7 +210,8 @@ def _interop_paths() -> tuple[Path, str]:
         interop_unavailable(f"interop: {root} has no vm/setup/server/main.py (AGENTBENCH_WAA_UPSTREAM)")
     if not os.access(python, os.X_OK):
         interop_unavailable(f"interop: AGENTBENCH_WAA_SERVER_PYTHON={python} is not executable (see .ci/run)")
-    missing = [tool for tool in ("Xvfb", "xauth", "openbox", "dbus-daemon", "wmctrl", "scrot") if not shutil.which(tool)]
+    missing = [tool for tool in ("Xvfb", "xauth", "openbox", "dbus-daemon", "wmctrl", "scrot")
+               if not shutil.which(tool)]
     if not Path("/usr/libexec/at-spi-bus-launcher").exists():
         missing.append("/usr/libexec/at-spi-bus-launcher")
     if missing:
@@ -297,7 +300,8 @@ def start_real_server(workdir: Path) -> RealWAAServer:
         parts.append(_spawn(["openbox"], env, workdir / "openbox.log"))
 
         def window_manager_up() -> bool:
-            return subprocess.run(["wmctrl", "-m"], env=env, capture_output=True, timeout=10, check=False).returncode == 0
+            return subprocess.run(["wmctrl", "-m"], env=env, capture_output=True, timeout=10,
+                                  check=False).returncode == 0
 
         _wait_until("openbox did not start", window_manager_up, START_TIMEOUT, lambda: _tail(workdir / "openbox.log"),
                     watch=parts[-1])

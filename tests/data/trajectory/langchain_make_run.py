@@ -35,7 +35,8 @@ def agent(inputs: dict) -> dict:
 
 
 def dump(run) -> dict:
-    data = run.model_dump(mode="json", exclude={"child_runs", "parent_run", "ls_client", "replicas", "serialized", "address"})
+    data = run.model_dump(mode="json", exclude={"child_runs", "parent_run", "ls_client", "replicas", "serialized",
+                                                "address"})
     data["child_runs"] = [dump(child) for child in run.child_runs]
     return data
 
