@@ -44,9 +44,10 @@ def save_episode(
          "seconds": step.seconds, "screenshot_path": step.screenshot_path, "cost_usd": step.cost_usd,
          "usage": step.usage, "label": step.action.describe()} for step in record.steps]
     final_json = None
-    if record.final_action is not None:  # the last step's action, whose dict is built already
+    if record.final_action is not None:  # the last step's action, whose dict is built already (shared,
+        # not copied: the payload is held to the end of the run and nothing edits either dict)
         last = record.steps[-1] if record.steps else None
-        final_json = dict(steps_json[-1]["action"]) if last is not None and last.action is record.final_action \
+        final_json = steps_json[-1]["action"] if last is not None and last.action is record.final_action \
             else action_json(record.final_action)
     payload.update(
         success=record.success,

@@ -77,16 +77,13 @@ class AuditItem(pytest.Function):
     @property
     def function(self) -> Any:
         """``run_audit_item`` under a docstring naming this run, which report tools show as the
-        test's description (allure-pytest reads ``item.function.__doc__``)."""
-        described = self.__dict__.get("_described")
-        if described is None:
-            from pytest_agentbench.plugin.integrations import described as with_doc
+        test's description (allure-pytest reads ``item.function.__doc__``); made on each access
+        and not kept, as for episode items."""
+        from pytest_agentbench.plugin.integrations import described
 
-            task_id, operator = self.stash[ITEM_KEY]
-            described = with_doc(run_audit_item, f"Verifier audit, task {task_id}: is a run mutated by operator "
-                                                  f"{operator!r} rejected (killed) or accepted?")
-            self.__dict__["_described"] = described
-        return described
+        task_id, operator = self.stash[ITEM_KEY]
+        return described(run_audit_item, f"Verifier audit, task {task_id}: is a run mutated by operator "
+                                         f"{operator!r} rejected (killed) or accepted?")
 
     def runtest(self) -> None:
         super().runtest()

@@ -94,22 +94,23 @@ class BenchItem(pytest.Function):
     @property
     def function(self) -> Any:
         """``run_task`` with the task's instruction as its docstring, which report tools show as
-        the test's description (allure-pytest; pytest-html's description column recipe)."""
-        described = self.__dict__.get("_described")
-        if described is None:
-            from pytest_agentbench.plugin.integrations import described as with_doc
+        the test's description (allure-pytest; pytest-html's description column recipe).
 
-            instruction = str(self.task.get("instruction") or "").strip()
-            described = with_doc(run_task, instruction or f"Task {self.task['task_id']} of {self.task['benchmark']}")
-            self.__dict__["_described"] = described
-        return described
+        Made on each access and not kept: other plugins read every item's function (anyio's, at
+        the end of collection), and a copy kept per item would be held for the whole run."""
+        from pytest_agentbench.plugin.integrations import described
+
+        instruction = str(self.task.get("instruction") or "").strip()
+        return described(run_task, instruction or f"Task {self.task['task_id']} of {self.task['benchmark']}")
 
     def runtest(self) -> None:
         from pytest_agentbench.plugin.outcomes import raise_outcome
         from pytest_agentbench.plugin.state import OUTCOME_KEY
 
         super().runtest()
-        raise_outcome(self.stash[OUTCOME_KEY])
+        outcome = self.stash[OUTCOME_KEY]
+        del self.stash[OUTCOME_KEY]  # read last here (a rerun plays again and sets it anew): not held to the end
+        raise_outcome(outcome)
 
     @property
     def task(self) -> dict[str, Any]:
