@@ -64,8 +64,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             config.option.dist = "worksteal"
 
 
-#: What xdist puts in a worker's environment. The suite runs under xdist by default (pyproject's
-#: addopts), and every inner run (in-process or a subprocess) would inherit them and look like a
+#: What xdist puts in a worker's environment. The suite runs under xdist by default (the hook
+#: above), and every inner run (in-process or a subprocess) would inherit them and look like a
 #: worker to code that reads them (the fault-injecting conftests of test_pool_lifecycle and
 #: test_record_faults do); without them an inner run sees what it sees in a one-process session.
 XDIST_WORKER_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
