@@ -500,30 +500,9 @@ def add_options(parser: pytest.Parser, options: Iterable[Option] = OPTIONS) -> N
             parser.addini(opt.ini, f"as {opt.flag}", type=kind, default=default)  # type: ignore[arg-type]
 
 
-def _of(*, groups: tuple[str, ...] = (), prefix: str = "", dests: tuple[str, ...] = ()) -> list[Option]:
-    return [opt for opt in OPTIONS
-            if opt.group in groups or (prefix and opt.flag.startswith(prefix)) or opt.dest in dests]
-
-
 def addoption(parser: pytest.Parser) -> None:
     """Every option of the plugin (``pytest_addoption``)."""
     add_options(parser)
-
-
-def add_opencomputer_options(parser: pytest.Parser) -> None:
-    """``--opencomputer-*`` and their ini keys. Safe to call twice (a conftest and the plugin)."""
-    add_options(parser, _of(groups=("agentbench-opencomputer",)))
-
-
-def add_sandbox_options(parser: pytest.Parser) -> None:
-    """``--sandbox-*`` (the sandbox fixture and OpenComputer's sandboxes). Safe to call twice."""
-    add_options(parser, _of(prefix="--sandbox-"))
-
-
-def add_extradup_options(parser: pytest.Parser) -> None:
-    """``--bench-reward module:callable`` (repeatable) and the ini key ``agentbench_reward``.
-    Safe to call twice (a conftest and the plugin)."""
-    add_options(parser, _of(dests=("agentbench_reward",)))
 
 
 # -- reading a setting ------------------------------------------------------------------------------

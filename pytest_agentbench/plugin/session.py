@@ -16,16 +16,7 @@ import pytest
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.bridge import usage_errors
 from pytest_agentbench.plugin.episodes import BenchItem, suites_for
-from pytest_agentbench.plugin.options import Settings
-from pytest_agentbench.plugin.state import (  # noqa: F401 - re-exported: the plugin's keys and look-ups
-    OUTCOME_KEY,
-    PAYLOAD_ATTR,
-    PAYLOAD_KEY,
-    STATE_KEY,
-    TASK_KEY,
-    config_state,
-    task_from_item,
-)
+from pytest_agentbench.plugin.state import OUTCOME_KEY, PAYLOAD_ATTR, PAYLOAD_KEY, TASK_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator
@@ -35,8 +26,8 @@ if TYPE_CHECKING:
     from pytest_agentbench.budget import Budget
     from pytest_agentbench.manifest import Manifest
     from pytest_agentbench.model import EpisodeRecord, Observation, Task
-    from pytest_agentbench.outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's StashKey["Outcome"]
     from pytest_agentbench.plugin.pools import PoolManager
+    from pytest_agentbench.plugin.run_settings import Settings
     from pytest_agentbench.record.runfolder import RunFolder
     from pytest_agentbench.registry import AgentRegistry, BenchmarkRegistry
 
