@@ -16,7 +16,15 @@ import pytest
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.bridge import usage_errors
 from pytest_agentbench.plugin.episodes import BenchItem, suites_for
-from pytest_agentbench.plugin.state import OUTCOME_KEY, PAYLOAD_ATTR, PAYLOAD_KEY, TASK_KEY
+from pytest_agentbench.plugin.state import (  # noqa: F401 - re-exported: conftests reach the run's state here
+    OUTCOME_KEY,
+    PAYLOAD_ATTR,
+    PAYLOAD_KEY,
+    STATE_KEY,
+    TASK_KEY,
+    config_state,
+    task_from_item,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator
