@@ -138,9 +138,11 @@ def run_episode(
                 break
             if not isinstance(action, Action):
                 raise TypeError(f"act() must return an Action, got {type(action).__name__}")
-            # Built from already-validated parts: skip re-validation on the per-step path.
+            # Built from already-validated parts: skip re-validation on the per-step path, and
+            # name every field, so that model_construct copies no default.
             step = Step.model_construct(index=len(record.steps), action=action, observation=observation,
-                                        reasoning=action.reason)
+                                        reasoning=action.reason, seconds=0.0, screenshot_path=None,
+                                        cost_usd=0.0, usage=None)
             _charge(agent, budget, step)
             history.append((observation, action))
             record.steps.append(step)

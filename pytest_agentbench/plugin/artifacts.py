@@ -107,15 +107,17 @@ def save_episode(
         "cost_usd": record.cost_usd,
     }
     trajectory_path = folder.absolute(trajectory_file)
-    # Encoded here, not on the writer thread: a queued job then holds the file's text, a third
-    # of the size of its dicts, and the thread is left with the system calls, which run beside
-    # the next episode instead of waiting for the interpreter.
+    # Encoded here, not in the background: a queued job then holds the file's text, a third of
+    # the size of its dicts, and the writer is left with the system calls, which run beside the
+    # next episode (in a child process when there is no screenshot to draw).
     text = task_json(trajectory)
+    if pngs:
+        def write_files() -> None:
+            write_episode_files(folder, trajectory_path, text, pngs)
 
-    def write_files() -> None:
-        write_episode_files(folder, trajectory_path, text, pngs)
-
-    state.writer.submit(write_files)
+        state.writer.submit(write_files)
+    else:
+        state.writer.submit_text(trajectory_path, text)
     payload["trajectory"] = trajectory_file
     payload["screenshots"] = shots
     payload["criteria"] = list(criteria)  # its own list: a hook may change the record, not the trajectory

@@ -244,7 +244,7 @@ class AgentbenchPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        errors = self.writer.flush()
+        errors = self.writer.close()
         if errors and is_worker(self.config):
             self.config.workeroutput["agentbench_write_errors"] = errors  # type: ignore[attr-defined]
         for bench in self.benchmarks.values():

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import weakref
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ class RunFolder:
         A write the disk cut short (ENOSPC, EDQUOT, EIO) is taken back, so the file keeps only
         whole lines, and raises OSError. Only this process appends, so the size after the last
         whole line is the place to cut back to."""
-        line = (json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+        line = (_RECORD_JSON(record) + "\n").encode("utf-8")
         fd = self._results_fd
         if fd is None:
             fd = self._open_results()
@@ -176,9 +177,17 @@ class RunFolder:
 
 def task_json(data: Any) -> str:
     """The text of a per-task file (see ``RunFolder.write_task_json``)."""
-    from pydantic_core import to_jsonable_python
+    global _TASK_JSON
+    if _TASK_JSON is None:  # one encoder: json.dumps with ``default`` builds a new one per call
+        from pydantic_core import to_jsonable_python
 
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=to_jsonable_python)
+        _TASK_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=to_jsonable_python).encode
+    return _TASK_JSON(data)
+
+
+_TASK_JSON: Callable[[Any], str] | None = None
+#: A results.jsonl line: plain JSON (no ``default``), keys sorted, no spaces.
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:

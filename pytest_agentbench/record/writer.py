@@ -1,9 +1,11 @@
 """A background writer for per-task files (trajectory.json, screenshots).
 
-Creating a folder and two or three files per task costs more disk time than a mock episode
-takes to play; on a thread the next episode runs while the disk works. The writer is flushed at
-session end, before the controller renders the summary and the viewer, and a write that failed is
-reported there (the run then exits non-zero), never dropped silently.
+Creating a file costs more disk time than a mock episode takes to play, so the next episode runs
+while the disk works: text files (a trajectory whose text is made already) go to a child process
+(``record/file_process.py``, which says why not a thread), other jobs (screenshots, drawn from
+the observation's pixels) to a thread. The writer is flushed at session end, before the controller
+renders the summary and the viewer, and a write that failed is reported there (the run then exits
+non-zero), never dropped silently.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_agentbench.record.file_process import FileProcess
 
 _STOP = object()
 
@@ -22,7 +27,7 @@ PENDING = 32
 
 
 class BackgroundWriter:
-    def __init__(self, pending: int = PENDING) -> None:
+    def __init__(self, pending: int = PENDING, *, use_process: bool = True) -> None:
         # A SimpleQueue (C, lock-free for the caller) and an event for the bound: queue.Queue's
         # maxsize takes two Python-level locks per job on each side.
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -32,6 +37,24 @@ class BackgroundWriter:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.errors: list[str] = []
+        self._use_process = use_process
+        self._process: FileProcess | None = None
+
+    def submit_text(self, path: str, text: str) -> None:
+        """Queue the file ``path`` holding ``text`` (its folder is made when missing)."""
+        data = text.encode("utf-8")
+        if self._use_process:
+            process = self._process
+            if process is None:
+                from pytest_agentbench.record.file_process import FileProcess
+
+                process = self._process = FileProcess.start()
+            if process is not None and process.write(path, data):
+                return
+            self._use_process = False  # cannot start here, or gone: the thread writes from now on
+        from pytest_agentbench.record.file_child import write_file
+
+        self.submit(lambda: write_file(path, data))
 
     def submit(self, job: Callable[[], None]) -> None:
         """Queue ``job``; when more than ``pending`` jobs wait, block until half of them are done."""
@@ -67,7 +90,22 @@ class BackgroundWriter:
         """Wait for every submitted job; return the errors so far. Safe to call more than once."""
         with self._lock:
             thread, self._thread = self._thread, None
+        if self._process is not None:
+            self._process.sync()
         if thread is not None:
             self._queue.put(_STOP)
             thread.join()
-        return list(self.errors)
+        return self._errors()
+
+    def close(self) -> list[str]:
+        """``flush``, and end the child process (a later job starts another)."""
+        errors = self.flush()
+        process, self._process = self._process, None
+        if process is not None:
+            self.errors.extend(process.close())
+            self._use_process = True
+            return list(self.errors)
+        return errors
+
+    def _errors(self) -> list[str]:
+        return [*self.errors, *(self._process.errors if self._process is not None else ())]
