@@ -98,6 +98,42 @@ def agent():
     result.stdout.fnmatch_lines(["Errors:       2 (2 infrastructure)", "Success rate: n/a (outcomes only)"])
 
 
+@pytest.mark.parametrize("name", ["agent", "agentbench_agent"])
+def test_a_conftest_agent_override_plays_under_either_name(run, pytester, name):
+    pytester.makeconftest(f"""
+import pytest
+from pytest_agentbench import Action, Agent
+
+class GivesUp(Agent):
+    name = "gives-up"
+
+    def act(self, observation, task, history=None):
+        return Action(type="fail", reason="overridden")
+
+@pytest.fixture(scope="session")
+def {name}():
+    return GivesUp()
+""")
+    result = run("--bench=mock", "--bench-limit", "2")
+    result.assert_outcomes(failed=2)
+    rows = results(only_run_folder(pytester.path))
+    assert [r["agent"] for r in rows] == ["gives-up", "gives-up"]
+
+
+ITEM_FIXTURES = """
+def pytest_collection_finish(session):
+    print("closure:", ",".join(sorted(session.items[0].fixturenames)))
+"""
+
+
+def test_a_benchmark_item_resolves_only_the_fixtures_it_uses(run, pytester):
+    # pytest resolves every name of an item's fixture closure for every item; ``request`` costs a
+    # new fixture definition each time (see plugin.RunFixtures).
+    pytester.makeconftest(ITEM_FIXTURES)
+    result = run("--bench=mock", "--bench-limit", "1", "-s")
+    result.stdout.fnmatch_lines(["closure: agent,agentbench_agent,episode"])
+
+
 def test_x_stops_after_the_first_failure(run, pytester):
     result = run("--bench=mock", "--bench-limit", "5", "--bench-agent", "noop", "-x")
     result.assert_outcomes(failed=1)

@@ -113,6 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         attach(config)  # config.agentbench_settings: what library code reads the options through
         config.pluginmanager.register(ShortFixtureNames, "agentbench-fixture-names")
+        config.pluginmanager.register(RunFixtures(config), "agentbench-run-fixtures")
     if audit:
         _configure_audit(config)
     if not benchmarks:
@@ -391,7 +392,8 @@ agentbench_run_record = pytest.fixture(name="agentbench_run_record")(run_record)
 
 
 def episode(pytestconfig: pytest.Config, agent: Agent) -> EpisodeRecord:
-    """Plays the item's episode during setup and returns its record.
+    """Plays the item's episode during setup and returns its record (``RunFixtures`` has the
+    one benchmark runs use).
 
     Infrastructure and evaluation errors fail here, so pytest reports them as errors (setup),
     not as failures of the agent. The task and benchmark come from the item directly (the same
@@ -399,9 +401,13 @@ def episode(pytestconfig: pytest.Config, agent: Agent) -> EpisodeRecord:
     work to one fixture; the item is the one being set up, which the session notes (it takes no
     ``request``, see above).
     """
+    return _play_item(pytestconfig, agent)
+
+
+def _play_item(config: pytest.Config, agent: Agent) -> EpisodeRecord:
     from pytest_agentbench.plugin.state import OUTCOME_KEY, config_state, task_from_item
 
-    state = config_state(pytestconfig)
+    state = config_state(config)
     node = state.item
     if node is None:  # cannot happen in a setup: the session notes every item first
         raise pytest.UsageError("the episode fixture plays benchmark items (bench/...) during their setup")
@@ -468,6 +474,38 @@ def _short_vm(agentbench_vm: dict[str, Any] | None) -> dict[str, Any] | None:
     return agentbench_vm
 
 
+class RunFixtures:
+    """The fixtures every benchmark item resolves, bound to the run's config, registered in runs
+    that ask for a benchmark or an audit; they take the place of the module's fixtures of the same
+    names (a conftest.py override still wins over both).
+
+    Why bound: a fixture that takes ``pytestconfig`` puts ``pytestconfig`` and ``request`` in
+    every item's fixture closure, and pytest resolves each name of the closure per item, building
+    a new fixture definition (with ``inspect.signature``) for each ``request``. Bound to the
+    config, an item's closure is ``episode``, ``agent`` and ``agentbench_agent``: the fixtures it
+    uses, and nothing for the plumbing."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+
+    @pytest.fixture(scope="session", name="agentbench_agent")
+    def agentbench_agent(self) -> Agent:
+        """The ``--bench-agent`` agent; one instance per process (see the module's fixture)."""
+        from pytest_agentbench.plugin.state import config_state
+
+        return config_state(self._config).agent()
+
+    @pytest.fixture(name="agentbench_episode")
+    def agentbench_episode(self, agent: Agent) -> EpisodeRecord:
+        """Plays the item's episode during setup and returns its record (see ``episode``)."""
+        return _play_item(self._config, agent)
+
+    @pytest.fixture(name="episode")
+    def episode(self, agent: Agent) -> EpisodeRecord:
+        """Plays the item's episode during setup and returns its record (see ``episode``)."""
+        return _play_item(self._config, agent)
+
+
 class ShortFixtureNames:
     """The short fixture names, registered as a plugin only in runs that ask for a benchmark or an
     audit. ``agent`` and ``vm`` return the ``agentbench_`` fixture (so overriding either name
@@ -476,7 +514,6 @@ class ShortFixtureNames:
 
     agent = pytest.fixture(scope="session", name="agent")(_short_agent)
     vm = pytest.fixture(scope="session", name="vm")(_short_vm)
-    episode = pytest.fixture(name="episode")(episode)
     sandbox = pytest.fixture(name="sandbox")(sandbox)
     audit_run = pytest.fixture(name="audit_run")(audit_run)
     bench_task = pytest.fixture(name="bench_task")(bench_task)
