@@ -39,7 +39,18 @@ BUILTIN_BENCHMARKS = {
 
 def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
     """The file and line defining benchmark ``name``: a built-in's class, else the factory it
-    was registered with (a conftest.py's or a plugin's). Looked up once per name."""
+    was registered with (a conftest.py's or a plugin's). Looked up once per name and run:
+    ``reportinfo`` asks for every item."""
+    known = config.stash.setdefault(_SOURCES_KEY, {})
+    if name not in known:
+        known[name] = _benchmark_source(config, name)
+    return known[name]
+
+
+_SOURCES_KEY = pytest.StashKey[dict[str, "tuple[Any, int] | None"]]()
+
+
+def _benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
     from pytest_agentbench.plugin.integrations import resolve, source_of
 
     if name in BUILTIN_BENCHMARKS:
