@@ -13,7 +13,7 @@ import pytest
 from pytest_agentbench import metrics as m
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.state import PAYLOAD_ATTR
-from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, write_summary
+from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, task_rows, write_summary
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.session import AgentbenchPlugin
@@ -31,6 +31,10 @@ def status_of(report: pytest.TestReport) -> str:
 #: What each attempt of a rerun item keeps in the final record's ``attempts``.
 ATTEMPT_FIELDS = ("status", "success", "score", "reason", "error_type", "duration", "num_steps", "trajectory",
                   "cost_usd")
+
+
+#: What summary.json's ``tasks`` keeps of each record: the run files' fields and the trial.
+SUMMARY_TASK_FIELDS = (*TASK_FIELDS, "trial")
 
 
 def attempt_summary(record: dict[str, Any]) -> dict[str, Any]:
@@ -180,7 +184,7 @@ class RunController:
             self.records, run_name=folder.name, benchmarks=settings.benchmarks, agent=settings.agent,
             created_at=self.started.isoformat(timespec="seconds"),
             finished_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            max_steps=settings.max_steps, task_fields=(*TASK_FIELDS, "trial"), player=self._player(settings.agent),
+            max_steps=settings.max_steps, task_fields=None, player=self._player(settings.agent),
             vm_cost=self.state.pools.cost() if self.state.pools is not None else None, budget=self._budget_summary())
         from pytest_agentbench.plugin.junit import add_junit_properties
         from pytest_agentbench.plugin.trials import trial_settings
@@ -202,7 +206,8 @@ class RunController:
         try:
             # The records are results.jsonl's, in its order, unless a line of it failed: then the
             # viewer reads the file, which holds what was kept.
-            write_summary(folder, self.summary, self.records if self.write_error is None else None)
+            write_summary(folder, self.summary, self.records if self.write_error is None else None,
+                          tasks=task_rows(self.records, SUMMARY_TASK_FIELDS))
         except OSError as exc:
             self.write_error = self.write_error or (f"ERROR: could not write the run summary in {folder.path}: "
                                                     f"{_os_error(exc)}")
