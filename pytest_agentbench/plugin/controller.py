@@ -12,6 +12,7 @@ import pytest
 
 from pytest_agentbench import metrics as m
 from pytest_agentbench.plugin import reporting
+from pytest_agentbench.plugin.reporting_shared import SharedValues
 from pytest_agentbench.plugin.state import PAYLOAD_ATTR
 from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, task_rows, write_summary
 
@@ -57,6 +58,8 @@ class RunController:
         #: node ids with a record, so a later report (a teardown error) never adds a second one
         self.recorded: set[str] = set()
         self._tasks_by_nodeid: dict[str, dict[str, Any]] | None = None
+        #: The records' repeated values, kept once (every record is held to the end of the run).
+        self.shared = SharedValues()
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
@@ -117,6 +120,7 @@ class RunController:
             earlier = self.attempts.pop(report.nodeid, None)
             if earlier:
                 record["attempts"] = [*earlier, attempt_summary(record)]
+            self.shared.share(record)
             self.records.append(record)
             self.recorded.add(report.nodeid)
             if self.write_error is None:
