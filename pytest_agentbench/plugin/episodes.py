@@ -145,8 +145,12 @@ def release_fixture_finalizers(item: pytest.Item) -> None:
 
 
 def _finishes_for(finalizer: Any, item: pytest.Item) -> bool:
-    """Whether ``finalizer`` is a fixture's ``finish`` bound to a request of ``item``."""
+    """Whether ``finalizer`` is the ``finish`` of a function-scoped fixture, bound to a request of
+    ``item``. A wider fixture's ``finish`` is kept: that fixture lives on after the item (its
+    request names the item it was first set up for)."""
     if not isinstance(finalizer, functools.partial) or getattr(finalizer.func, "__name__", None) != "finish":
+        return False
+    if getattr(getattr(finalizer.func, "__self__", None), "scope", None) != "function":
         return False
     request = finalizer.keywords.get("request")
     return request is not None and getattr(request, "_pyfuncitem", None) is item
