@@ -50,6 +50,7 @@ class RunController:
         self.attempts: dict[str, list[dict[str, Any]]] = {}
         self.started = _dt.datetime.now(_dt.timezone.utc)
         self.gate_message: str | None = None
+        #: summary.json but its per-task lines ``tasks``, which are written from the records
         self.summary: dict[str, Any] | None = None
         self.write_error: str | None = None
         self.setup_seconds: dict[str, float] = {}
