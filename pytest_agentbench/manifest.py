@@ -49,11 +49,43 @@ class Manifest:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if data.get("schema") != SCHEMA:
             raise ValueError(f"{path} is not a pytest-agentbench manifest")
+        shared = SharedTaskValues()
+        for suite in data["suites"]:
+            for task in suite["tasks"]:
+                shared.share(task)
         return cls([Suite(s["name"], s["tasks"], s.get("description", "")) for s in data["suites"]])
 
     @property
     def task_count(self) -> int:
         return sum(len(s.tasks) for s in self.suites)
+
+
+class SharedTaskValues:
+    """One object for the equal values of a manifest's tasks: their domain and benchmark names
+    (a JSON dump or a decoded file makes a new string per task) and their config, tags and
+    evaluation spec when equal (a generated benchmark gives every task the same ``raw_config``).
+    Every item holds its task to the end of the run. The manifest's task dicts are only read: an
+    item gives its benchmark a Task with containers of its own (``plugin.state.task_from_item``)."""
+
+    WORDS = ("domain", "benchmark")
+    VALUES = ("raw_config", "tags", "evaluation_spec")
+
+    def __init__(self) -> None:
+        self._words: dict[str, str] = {}
+        self._values: dict[str, Any] = {}
+
+    def share(self, task: dict[str, Any]) -> None:
+        for key in self.WORDS:
+            value = task.get(key)
+            if type(value) is str:
+                task[key] = self._words.setdefault(value, value)
+        for key in self.VALUES:
+            value = task.get(key)
+            if value and type(value) in (dict, list):
+                # repr and == together: repr tells 1, 1.0 and True apart, == checks what repr shows
+                kept = self._values.setdefault(repr(value), value)
+                if kept is not value and kept == value:
+                    task[key] = kept
 
 
 def _first_problem(exc: Exception) -> str:
@@ -124,6 +156,7 @@ def resolve(
     manifest = Manifest()
     wanted = list(dict.fromkeys(settings.task_ids))
     found: set[str] = set()
+    shared = SharedTaskValues()
     for name in registry.episode_names(settings.benchmarks):
         entry = registry.get(name)
         try:
@@ -157,6 +190,7 @@ def resolve(
             data = task.model_dump(mode="json", exclude_defaults=True)
             data["benchmark"] = name
             data.setdefault("domain", "default")
+            shared.share(data)
             dumped.append(data)
         dumped.sort(key=_sort_key)
         if settings.tasks is not None:

@@ -134,7 +134,7 @@ def pass_curves(tasks: Sequence[tuple[int, int]]) -> dict[str, dict[str, float]]
 
 
 # -- from records ------------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)  # one per task of the run, all alive while its statistics are made
 class TaskTrials:
     """The outcome trials of one task (infrastructure errors and unevaluated trials excluded)."""
 

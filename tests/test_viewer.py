@@ -600,3 +600,23 @@ def test_streamed_json_is_the_indented_json_of_the_value():
     pieces = list(json_pieces(value))
     assert len(pieces) > 1  # written in parts, not one string
     assert "".join(pieces) == json.dumps(value, indent=2, sort_keys=True)
+
+
+@pytest.mark.parametrize("rows", [[], [{}], [{"id": "t0", "n": [1, {"deep": "x\ny"}]}, {"é": "<ünï>"}, [1, 2]]])
+def test_rows_streamed_one_at_a_time_give_the_json_of_the_whole_value(rows):
+    from pytest_agentbench.record.streamed import json_pieces_with_rows
+
+    data = {"a": 1, "z": {"nested": [1, {"b": None}], "empty": {}}, "statistics": {"per_task": [{"k": 0.5}]},
+            "b": [], "s": "line\nbreak"}
+    taken = []
+
+    def one_by_one():
+        for row in rows:
+            taken.append(row)
+            yield row
+
+    text = "".join(json_pieces_with_rows(data, "tasks", one_by_one()))
+    assert text == json.dumps({**data, "tasks": rows}, indent=2, sort_keys=True)
+    assert taken == rows
+    with pytest.raises(ValueError, match="'a' is in the data already"):
+        list(json_pieces_with_rows(data, "a", iter(rows)))

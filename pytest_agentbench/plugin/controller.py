@@ -12,8 +12,9 @@ import pytest
 
 from pytest_agentbench import metrics as m
 from pytest_agentbench.plugin import reporting
+from pytest_agentbench.plugin.reporting_shared import SharedValues
 from pytest_agentbench.plugin.state import PAYLOAD_ATTR
-from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, write_summary
+from pytest_agentbench.record.run_files import TASK_FIELDS, run_summary, task_rows, write_summary
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.session import AgentbenchPlugin
@@ -33,6 +34,10 @@ ATTEMPT_FIELDS = ("status", "success", "score", "reason", "error_type", "duratio
                   "cost_usd")
 
 
+#: What summary.json's ``tasks`` keeps of each record: the run files' fields and the trial.
+SUMMARY_TASK_FIELDS = (*TASK_FIELDS, "trial")
+
+
 def attempt_summary(record: dict[str, Any]) -> dict[str, Any]:
     return {key: record[key] for key in ATTEMPT_FIELDS if key in record}
 
@@ -45,6 +50,7 @@ class RunController:
         self.attempts: dict[str, list[dict[str, Any]]] = {}
         self.started = _dt.datetime.now(_dt.timezone.utc)
         self.gate_message: str | None = None
+        #: summary.json but its per-task lines ``tasks``, which are written from the records
         self.summary: dict[str, Any] | None = None
         self.write_error: str | None = None
         self.setup_seconds: dict[str, float] = {}
@@ -53,6 +59,8 @@ class RunController:
         #: node ids with a record, so a later report (a teardown error) never adds a second one
         self.recorded: set[str] = set()
         self._tasks_by_nodeid: dict[str, dict[str, Any]] | None = None
+        #: The records' repeated values, kept once (every record is held to the end of the run).
+        self.shared = SharedValues()
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs after AgentbenchPlugin resolved the manifest (tryfirst) and before xdist's
@@ -113,6 +121,7 @@ class RunController:
             earlier = self.attempts.pop(report.nodeid, None)
             if earlier:
                 record["attempts"] = [*earlier, attempt_summary(record)]
+            self.shared.share(record)
             self.records.append(record)
             self.recorded.add(report.nodeid)
             if self.write_error is None:
@@ -180,7 +189,7 @@ class RunController:
             self.records, run_name=folder.name, benchmarks=settings.benchmarks, agent=settings.agent,
             created_at=self.started.isoformat(timespec="seconds"),
             finished_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            max_steps=settings.max_steps, task_fields=(*TASK_FIELDS, "trial"), player=self._player(settings.agent),
+            max_steps=settings.max_steps, task_fields=None, player=self._player(settings.agent),
             vm_cost=self.state.pools.cost() if self.state.pools is not None else None, budget=self._budget_summary())
         from pytest_agentbench.plugin.junit import add_junit_properties
         from pytest_agentbench.plugin.trials import trial_settings
@@ -202,7 +211,8 @@ class RunController:
         try:
             # The records are results.jsonl's, in its order, unless a line of it failed: then the
             # viewer reads the file, which holds what was kept.
-            write_summary(folder, self.summary, self.records if self.write_error is None else None)
+            write_summary(folder, self.summary, self.records if self.write_error is None else None,
+                          tasks=task_rows(self.records, SUMMARY_TASK_FIELDS))
         except OSError as exc:
             self.write_error = self.write_error or (f"ERROR: could not write the run summary in {folder.path}: "
                                                     f"{_os_error(exc)}")

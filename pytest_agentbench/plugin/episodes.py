@@ -3,6 +3,7 @@ task, with node ids ``bench/<bench>::<domain>::<task_id>`` (no brackets, see pyt
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,9 +124,47 @@ class BenchItem(pytest.Function):
         del self.stash[OUTCOME_KEY]  # read last here (a rerun plays again and sets it anew): not held to the end
         raise_outcome(outcome)
 
+    def teardown(self) -> None:
+        super().teardown()
+        release_fixture_finalizers(self)
+
     @property
     def task(self) -> dict[str, Any]:
         return self.stash[TASK_KEY]
+
+
+def release_fixture_finalizers(item: pytest.Item) -> None:
+    """Drop what the item's function-scoped fixtures left on the wider-scoped ones they asked for.
+
+    pytest adds the ``finish`` of every function-scoped fixture execution to each wider-scoped
+    fixture it requests (the ``episode`` fixture asks for the session's ``pytestconfig`` and
+    ``agent``), so that tearing those down first tears it down. The item's own teardown has run
+    that ``finish`` by now, yet the wider fixture keeps it, and the request it holds, to the end of
+    the session: about 1 KB per item, 2 MB over 2,000 tasks. Run again at the session's end it
+    would do nothing (the fixture's value is gone already), so it is dropped here, after the item's
+    fixtures were torn down (``teardown`` is the item's first finalizer, so it runs last). Private
+    pytest attributes are read defensively: a pytest without them keeps its finalizers."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        for fixturedef in defs:
+            finalizers = getattr(fixturedef, "_finalizers", None)
+            if not finalizers or getattr(fixturedef, "scope", "function") == "function":
+                continue
+            kept = [fin for fin in finalizers if not _finishes_for(fin, item)]
+            if len(kept) != len(finalizers):
+                finalizers[:] = kept
+
+
+def _finishes_for(finalizer: Any, item: pytest.Item) -> bool:
+    """Whether ``finalizer`` is the ``finish`` of a function-scoped fixture, bound to a request of
+    ``item``. A wider fixture's ``finish`` is kept: that fixture lives on after the item (its
+    request names the item it was first set up for)."""
+    if not isinstance(finalizer, functools.partial) or getattr(finalizer.func, "__name__", None) != "finish":
+        return False
+    if getattr(getattr(finalizer.func, "__self__", None), "scope", None) != "function":
+        return False
+    request = finalizer.keywords.get("request")
+    return request is not None and getattr(request, "_pyfuncitem", None) is item
 
 
 class DomainGroup(pytest.Collector):

@@ -7,7 +7,7 @@ layer (``plugin/artifacts.py``, ``plugin/controller.py``) adds only what it lear
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
@@ -126,11 +126,15 @@ def count(values: Iterable[str]) -> dict[str, int]:
 
 def run_summary(records: Sequence[dict[str, Any]], *, run_name: str, benchmarks: Sequence[str], agent: str,
                 created_at: str, finished_at: str, max_steps: int | None,
-                task_fields: tuple[str, ...] = TASK_FIELDS, **extra: Any) -> dict[str, Any]:
+                task_fields: tuple[str, ...] | None = TASK_FIELDS, **extra: Any) -> dict[str, Any]:
     """summary.json from the run's records: the metrics over all of them, by domain, the statuses
-    and one line per task; ``extra`` adds what only one writer knows (the plugin's budget, say)."""
+    and one line per task; ``extra`` adds what only one writer knows (the plugin's budget, say).
+
+    ``task_fields=None`` leaves the per-task lines out: the caller writes them from the records
+    with ``write_summary(..., tasks=task_rows(records, fields))``, one at a time, instead of
+    holding a second dict per task beside its record (a few thousand tasks: a megabyte)."""
     attempts = [m.attempt_from_result(r) for r in records]
-    return {
+    summary = {
         "schema": SUMMARY_SCHEMA,
         "run_name": run_name,
         "benchmark_name": "+".join(benchmarks),
@@ -143,16 +147,37 @@ def run_summary(records: Sequence[dict[str, Any]], *, run_name: str, benchmarks:
         **m.metrics(attempts),
         "by_domain": m.by_domain(attempts),
         "statuses": count(r["status"] for r in records),
-        "tasks": [{k: r.get(k) for k in task_fields} for r in records],
+        "tasks": [],
         **extra,
     }
+    if task_fields is None:
+        del summary["tasks"]
+    else:
+        summary["tasks"] = list(task_rows(records, task_fields))
+    return summary
 
 
-def write_summary(folder: RunFolder, summary: dict[str, Any], records: list[dict[str, Any]] | None = None) -> None:
+def task_rows(records: Iterable[Mapping[str, Any]], task_fields: tuple[str, ...] = TASK_FIELDS,
+              ) -> Iterator[dict[str, Any]]:
+    """summary.json's line of each record (its ``tasks``), made as it is asked for."""
+    for record in records:
+        yield {k: record.get(k) for k in task_fields}
+
+
+def write_summary(folder: RunFolder, summary: dict[str, Any], records: list[dict[str, Any]] | None = None, *,
+                  tasks: Iterable[dict[str, Any]] | None = None) -> None:
     """summary.json and the viewer page (OSError when the disk says no). ``records``: the records
     results.jsonl holds, in its order, when the caller has them; the viewer then takes them, and
-    ``summary``, from here instead of parsing both files back."""
+    ``summary``, from here instead of parsing both files back. ``tasks``: the per-task lines of a
+    summary made without them (``run_summary(..., task_fields=None)``), written under ``tasks``
+    as they come; the file is the same as for the summary holding them."""
     from pytest_agentbench.record.viewer import write_viewer
 
-    folder.write_json(folder.summary_path, summary)
+    if tasks is None:
+        folder.write_json(folder.summary_path, summary)
+    else:
+        from pytest_agentbench.record.streamed import json_pieces_with_rows, write_text_pieces
+
+        folder.summary_path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_pieces(folder.summary_path, json_pieces_with_rows(summary, "tasks", tasks))
     write_viewer(folder.path, summary=summary if records is not None else None, records=records)

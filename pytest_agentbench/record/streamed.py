@@ -52,3 +52,30 @@ def json_pieces(data: Any, *, indent: int | None = 2, sort_keys: bool = True) ->
     chunks = json.JSONEncoder(indent=indent, sort_keys=sort_keys).iterencode(data)
     while batch := list(islice(chunks, 4096)):  # taken and joined in C: no Python step per chunk
         yield "".join(batch)
+
+
+def json_pieces_with_rows(data: dict[str, Any], key: str, rows: Iterable[Any], *, indent: int = 2) -> Iterator[str]:
+    """``json.dumps({**data, key: list(rows)}, indent=indent, sort_keys=True)`` in pieces, taking
+    ``rows`` one at a time: a row list built whole (summary.json's one row per task) would sit on
+    top of the records it is made from for as long as the file is written.
+
+    Each value is encoded on its own and indented to its depth: JSON text never holds a raw
+    newline inside a string, so indenting after every newline is exact."""
+    if key in data:
+        raise ValueError(f"{key!r} is in the data already; it is the key the rows are written under")
+    encoder = json.JSONEncoder(indent=indent, sort_keys=True)
+    one, two = "\n" + " " * indent, "\n" + " " * (2 * indent)
+    yield "{"
+    for number, name in enumerate(sorted([*data, key])):
+        yield ("," if number else "") + one + encoder.encode(name) + ": "
+        if name != key:
+            for piece in json_pieces(data[name], indent=indent):
+                yield piece.replace("\n", one)
+            continue
+        empty = True
+        for row in rows:
+            yield ("[" if empty else ",") + two + encoder.encode(row).replace("\n", two)
+            empty = False
+        yield "[]" if empty else one + "]"
+    yield "\n}"
+
