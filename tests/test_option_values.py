@@ -126,3 +126,23 @@ def test_mockmed_options_with_another_benchmark_say_so(run):
     assert result.ret == 0
     result.stdout.fnmatch_lines([("*PytestConfigWarning: --mockmed-arm, --mockmed-runs given, but --bench has no "
                                   "mockmed: nothing uses it*")])
+
+
+def test_help_reads_no_setting_a_bad_ini_value_does_not_hide_it(run, pytester):
+    """``pytest --help`` configures the plugins too; ours reads and checks nothing there, so a broken
+    ini key does not stand between a user and the help that documents it. The same ini file stops a
+    real run with the usage error naming the key."""
+    pytester.makeini("[pytest]\nagentbench_benchmarks = mock\nagentbench_tasks = many\n")
+    result = run("--help")
+    assert result.ret == 0
+    assert "--bench-limit=N" in result.stdout.str() and "agentbench_tasks (string):" in result.stdout.str()
+    assert "agentbench_tasks" not in result.stderr.str()
+    check_usage_error(run(), "agentbench_tasks", "--bench-limit")
+
+
+def test_help_and_version_start_nothing_for_an_old_spelling_either(run):
+    """Neither answer warns about the old spelling it was given (no run follows) nor fails."""
+    for answer in ("--help", "--version"):
+        result = run(answer, "--tasks", "3")
+        assert result.ret == 0, answer
+        assert "is now spelled" not in result.stdout.str() + result.stderr.str()

@@ -47,7 +47,10 @@ def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[d
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--agentbench-reap`` runs instead of a session; ``--pool-dry-run`` only collects (so
-    ``-k`` and ``-m`` choose the tasks it prices) and never starts a worker or a VM."""
+    ``-k`` and ``-m`` choose the tasks it prices) and never starts a worker or a VM. ``--help`` and
+    ``--version`` answer first: nothing is read for them."""
+    if options.only_answers(config):
+        return None
     if options.benchmarks_requested(config):
         from pytest_agentbench.plugin import heap
 
@@ -100,6 +103,8 @@ def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any])
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if options.only_answers(config):  # ``pytest --help`` configures too, then prints and exits
+        return
     options.configure(config)  # old spellings warned about; every value checked (a usage error)
     benchmarks = options.benchmarks_requested(config)
     audit = options.audit_requested(config)

@@ -23,7 +23,7 @@ import os
 import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -111,34 +111,51 @@ def _argparse_type(parse: Parse) -> Parse:
 
 
 # -- the table --------------------------------------------------------------------------------------
-class Option(NamedTuple):
+class Option:
     """One setting: its flag (``flag``, plus the accepted old spellings ``old``), where the value
     goes (``dest``), its ini key, how text becomes a value, its default and its help.
 
-    A named tuple rather than a frozen dataclass: as immutable, and the table of about a hundred rows
-    is built in a third of the time, in every pytest run of every project that has the plugin."""
+    A plain class with slots rather than a named tuple or a frozen dataclass: the table is built in
+    every pytest run of every project that has the plugin, ``--help`` included, and ``typing.NamedTuple``
+    compiles each field's annotation to make the class (a quarter of this module's import). The rows
+    are made once, here, and never changed."""
+
+    __slots__ = ("bench_only", "choices", "default", "dest", "flag", "group", "help", "ini_key", "ini_type", "kind",
+                 "metavar", "old", "parse", "path", "path_words", "typed")
 
     flag: str
     dest: str
     help: str
-    group: str = "agentbench"
-    parse: Parse | None = None  # text -> checked value; None: the text itself
-    choices: tuple[str, ...] | None = None
-    kind: str = "value"  # "value", "list" (repeatable) or "flag" (on/off)
-    default: Any = None
-    metavar: str | None = None
-    ini_key: str | None = None  # default agentbench_<dest>
-    ini_type: str | None = None  # default: "args" for lists, "bool" for flags, else a string
-    old: tuple[str, ...] = ()
+    group: str
+    parse: Parse | None  # text -> checked value; None: the text itself
+    choices: tuple[str, ...] | None
+    kind: str  # "value", "list" (repeatable) or "flag" (on/off)
+    default: Any
+    metavar: str | None
+    ini_key: str | None  # default agentbench_<dest>
+    ini_type: str | None  # default: "args" for lists, "bool" for flags, else a string
+    old: tuple[str, ...]
     #: A path: relative ones are resolved, from the invocation folder (command line) or the ini
     #: file's folder (ini key). Words in ``path_words`` (``auto``...) are left as they are.
-    path: bool = False
-    path_words: tuple[str, ...] = ()
+    path: bool
+    path_words: tuple[str, ...]
     #: Acts only on benchmark items: given without ``--bench``, a warning says nothing uses it.
-    bench_only: bool = False
+    bench_only: bool
     #: False: the command line's text is checked at configure time (one ``ERROR: <flag> ...`` line,
     #: and code reading the option before configure sees the text) rather than as argparse parses it.
-    typed: bool = True
+    typed: bool
+
+    def __init__(self, flag: str, dest: str, help: str, group: str = "agentbench", parse: Parse | None = None,
+                 choices: tuple[str, ...] | None = None, kind: str = "value", default: Any = None,
+                 metavar: str | None = None, ini_key: str | None = None, ini_type: str | None = None,
+                 old: tuple[str, ...] = (), path: bool = False, path_words: tuple[str, ...] = (),
+                 bench_only: bool = False, typed: bool = True) -> None:
+        self.flag, self.dest, self.help, self.group, self.parse, self.choices = flag, dest, help, group, parse, choices
+        self.kind, self.default, self.metavar, self.ini_key, self.ini_type = kind, default, metavar, ini_key, ini_type
+        self.old, self.path, self.path_words, self.bench_only, self.typed = old, path, path_words, bench_only, typed
+
+    def __repr__(self) -> str:
+        return f"Option({self.flag!r}, {self.dest!r})"
 
     @property
     def ini(self) -> str:
@@ -487,9 +504,12 @@ def add_options(parser: pytest.Parser, options: Iterable[Option] = OPTIONS) -> N
     first) is left alone, so calling it twice is safe."""
     known = _known_flags(parser)
     inis = getattr(parser, "_inidict", {})
+    groups: dict[str, Any] = {}  # getgroup walks every group of every plugin: once per group, not per option
     for opt in options:
         if opt.flag not in known:
-            group = parser.getgroup(opt.group, GROUPS[opt.group])
+            group = groups.get(opt.group)
+            if group is None:
+                group = groups[opt.group] = parser.getgroup(opt.group, GROUPS[opt.group])
             kwargs = _argparse_kwargs(opt)
             group.addoption(opt.flag, help=opt.help, **kwargs)
             for old in opt.old:
@@ -633,6 +653,13 @@ def warn_old_spellings(config: pytest.Config) -> None:
         config.issue_config_time_warning(AgentbenchDeprecationWarning(
             f"{old} is now spelled {new}; {old} still works in this release and will be removed in the next"),
             stacklevel=2)
+
+
+def only_answers(config: pytest.Config) -> bool:
+    """``pytest --help`` or ``--version``: pytest prints and exits without a session, so no setting
+    is read, checked or warned about (a broken ini value does not hide the help that documents it)."""
+    option = config.option
+    return bool(getattr(option, "help", False) or getattr(option, "version", 0))
 
 
 def configure(config: pytest.Config) -> None:
