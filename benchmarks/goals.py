@@ -44,6 +44,12 @@ load average before and after is printed.
 
     python benchmarks/goals.py [--repeat 5] [--rows item,collect] [--reference-python PY] [--json PATH] [--check]
 
+With ``--instructions`` each side runs once more under ``valgrind --tool=callgrind`` after the
+timed runs, and the table gains the ratio of user-space instructions (the same slope for the item
+row). Instruction counts repeat to within a fraction of a percent whatever else the machine does,
+where wall times here move by a tenth; they leave out what the kernel does (creating files,
+writing the pipe), which the wall-clock ratio includes. Slow: a 2,000-item run takes a minute.
+
 Exit status 0 unless a run ends other than expected or, with ``--check``, a goal is missed.
 """
 
@@ -115,14 +121,18 @@ def bare(n: int, failing: int = 0) -> dict[str, str]:
     return {"test_bare.py": BARE.format(n=n, failing=failing)}
 
 
-def run(side: Side, env: dict[str, str]) -> dict[str, float]:
-    """One whole process in a fresh directory: wall seconds, cpu seconds and peak RSS (MiB)."""
+def run(side: Side, env: dict[str, str], *, count: bool = False) -> dict[str, float]:
+    """One whole process in a fresh directory: wall seconds, cpu seconds and peak RSS (MiB); with
+    ``count``, under callgrind, and its user-space instruction count too."""
     workdir = Path(tempfile.mkdtemp(prefix="agentbench-goals-"))
     try:
         (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         for name, text in side.files.items():
             (workdir / name).write_text(text, encoding="utf-8")
         cmd = side.argv or [sys.executable, "-m", "pytest", "-q", *NOISE, *side.args]
+        log = workdir / ".valgrind"
+        if count:
+            cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={log}", *cmd]
         out_path = workdir / ".out"
         with open(out_path, "wb") as out:
             t0 = time.perf_counter()
@@ -138,7 +148,13 @@ def run(side: Side, env: dict[str, str]) -> dict[str, float]:
             tail = "\n".join(text.splitlines()[-20:])
             raise RunFailed(f"{' '.join(cmd)} exited {proc.returncode}, expected {side.rc} and "
                             f"/{side.expect}/:\n{tail}")
-        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024}
+        out = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024}
+        if count:
+            found = re.search(r"Collected : (\d+)", log.read_text(encoding="utf-8", errors="replace"))
+            if found is None:
+                raise RunFailed(f"no instruction count in {log.name}: {log.read_text()[-500:]}")
+            out["instructions"] = float(found.group(1))
+        return out
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -258,7 +274,17 @@ def rows(reference: str | None) -> list[Row]:
 
 
 # -- measuring -----------------------------------------------------------------------------------
-def measure(row: Row, repeat: int, env: dict[str, str]) -> dict[str, Any]:
+def instruction_ratio(row: Row, counts: list[float]) -> float | None:
+    """ours / ref in user-space instructions (per item for the slope row); None for peak RSS."""
+    if row.kind == "rss":
+        return None
+    if row.kind == "slope":
+        big, bare_big, small, bare_small = counts
+        return (big - small) / (bare_big - bare_small)
+    return counts[0] / counts[1]
+
+
+def measure(row: Row, repeat: int, env: dict[str, str], *, instructions: bool = False) -> dict[str, Any]:
     sides = row.sides()
     for side in sides:  # warm-up: bytecode and page caches
         run(side, env)
@@ -266,6 +292,8 @@ def measure(row: Row, repeat: int, env: dict[str, str]) -> dict[str, Any]:
     for _ in range(repeat * row.runs):
         for i, side in enumerate(sides):
             samples[i].append(run(side, env))
+    counted = instruction_ratio(row, [run(side, env, count=True)["instructions"] for side in sides]) \
+        if instructions and row.kind != "rss" else None
     wall = [[s["wall"] for s in side] for side in samples]
     if row.kind == "slope":
         big, bare_big, small, bare_small = wall
@@ -285,7 +313,7 @@ def measure(row: Row, repeat: int, env: dict[str, str]) -> dict[str, Any]:
     ok = value < row.goal if row.kind == "absolute" else value <= row.goal
     return {"row": row.name, "what": row.what, "ours": ours, "ref": ref, "unit": unit, "ratio": ratio,
             "ratio_min": min(ratios, default=float("nan")), "ratio_max": max(ratios, default=float("nan")),
-            "goal": row.goal, "kind": row.kind, "ok": ok, "samples": samples}
+            "goal": row.goal, "kind": row.kind, "ok": ok, "instruction_ratio": counted, "samples": samples}
 
 
 def file_creation_ms(count: int = 2000) -> float:
@@ -315,7 +343,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="a Python with openadapt-evals installed, for the extradup row")
     parser.add_argument("--json", metavar="PATH", help="also write the figures and samples as JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count user-space instructions of each side once, under valgrind's callgrind")
     args = parser.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on PATH (Debian: apt-get install valgrind)")
     wanted = {r for r in args.rows.split(",") if r}
     table = rows(args.reference_python)
     unknown = wanted - {r.name for r in table}
@@ -341,13 +373,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{row.name:<11}skipped: {row.skip}")
             results.append({"row": row.name, "skipped": row.skip})
             continue
-        res = measure(row, args.repeat, env)
+        res = measure(row, args.repeat, env, instructions=args.instructions)
         results.append(res)
         missed += not res["ok"]
         goal = f"< {row.goal:g} s" if row.kind == "absolute" else f"<= {row.goal:g}x"
+        counted = res["instruction_ratio"]
+        instr = f"   instructions {counted:.3f}x" if counted is not None else ""
         print(f"{row.name:<11}{res['ours']:>10.3f}{res['ref']:>10.3f}  {res['unit']:<8}{res['ratio']:>6.2f}x "
               f"({res['ratio_min']:.2f}-{res['ratio_max']:.2f}){'':<3}{goal:>8}  {'met' if res['ok'] else 'MISSED'}"
-              f"   {row.what}", flush=True)
+              f"   {row.what}{instr}", flush=True)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -47,7 +47,9 @@ def pytest_agentbench_verdict_to_outcome(record: EpisodeRecord, item: pytest.Ite
 
 def pytest_agentbench_terminal_summary(terminalreporter: Any, records: list[dict[str, Any]]) -> None:
     """Print a benchmark's own tables after the run's summary. ``records`` are the run's
-    results.jsonl records (controller only)."""
+    results.jsonl records (controller only), to read: equal values (criteria, final actions,
+    words) are one object shared between records, which holds every record to the end of the
+    run in less memory."""
 
 
 def pytest_agentbench_episode_finished(record: EpisodeRecord, item: pytest.Item, payload: dict[str, Any]) -> None:
