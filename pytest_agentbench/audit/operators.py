@@ -29,6 +29,22 @@ OPERATOR_CLASS: dict[str, str] = {
 Scanner = Callable[[Sequence[Run]], Sequence[Any]]
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of a run's JSON data (dicts, lists, tuples, scalars), for the adapter to keep:
+    made by hand, as ``copy.deepcopy``'s memo and dispatch cost several times more per value
+    and an audit copies every run once per operator. Anything else goes to ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if kind is list:
+        return [_copied(v) for v in value]
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    if kind is tuple:
+        return tuple(_copied(v) for v in value)
+    return copy.deepcopy(value)
+
+
 def write_indexes(calls: Sequence[Call], policy: CallPolicy) -> list[int]:
     return [i for i, call in enumerate(calls) if policy.is_effectful(call)]
 
@@ -41,12 +57,12 @@ def _claim_only(calls: list[Call], writes: list[int], policy: CallPolicy) -> Edi
     kept = [c for c in calls if policy.is_auth(c) or policy.is_claim(c)]
     if not any(policy.is_claim(c) for c in calls):
         return Edit("claim-only", None, "NO_CLAIM_CALL", _base_detail(calls, writes))
-    return Edit("claim-only", copy.deepcopy(kept), None, {**_base_detail(calls, writes), "kept": len(kept)})
+    return Edit("claim-only", _copied(kept), None, {**_base_detail(calls, writes), "kept": len(kept)})
 
 
 def _omit(calls: list[Call], writes: list[int], policy: CallPolicy) -> Edit:
     last = writes[-1]
-    edited = copy.deepcopy(calls[:last] + calls[last + 1:])
+    edited = _copied(calls[:last] + calls[last + 1:])
     return Edit("omit", edited, None, {**_base_detail(calls, writes), "dropped": calls[last].get("url"),
                                        "endpoint": list(endpoint(calls[last]))})
 
@@ -60,7 +76,7 @@ def _partial(calls: list[Call], writes: list[int], policy: CallPolicy) -> Edit:
         return Edit("partial", None, "NO_REPEATED_WRITE", _base_detail(calls, writes))
     chosen = max(repeated, key=lambda idx: (len(idx), idx[-1]))
     drop = set(chosen[1:])
-    edited = copy.deepcopy([c for i, c in enumerate(calls) if i not in drop])
+    edited = _copied([c for i, c in enumerate(calls) if i not in drop])
     return Edit("partial", edited, None, {**_base_detail(calls, writes), "dropped": len(drop),
                                           "endpoint": list(endpoint(calls[chosen[0]]))})
 
@@ -70,7 +86,7 @@ def _change_value(data: Any, protected: frozenset[str]) -> tuple[Any, str | None
     Pass 2: the first bool is flipped, or the first number gets +1. Protected fields are skipped."""
     if not isinstance(data, dict):
         return data, None
-    edited = copy.deepcopy(data)
+    edited = _copied(data)
     for key, value in edited.items():
         if key in protected:
             continue
@@ -94,7 +110,7 @@ def _wrong_value(calls: list[Call], writes: list[int], policy: CallPolicy) -> Ed
     data, changed = _change_value(calls[last].get("data"), policy.protected_fields)
     if changed is None:
         return Edit("wrong-value", None, "NO_CHANGEABLE_VALUE", _base_detail(calls, writes))
-    edited = copy.deepcopy(calls)
+    edited = _copied(calls)
     edited[last] = {**edited[last], "data": data}
     return Edit("wrong-value", edited, None, {**_base_detail(calls, writes),
                                               "changed": {"url": calls[last].get("url"), "field": changed}})
@@ -102,8 +118,8 @@ def _wrong_value(calls: list[Call], writes: list[int], policy: CallPolicy) -> Ed
 
 def repeat_at(calls: Sequence[Call], index: int) -> list[Call]:
     """The run with a copy of call ``index`` inserted right after it."""
-    edited = copy.deepcopy(list(calls))
-    edited.insert(index + 1, copy.deepcopy(calls[index]))
+    edited: list[Call] = _copied(list(calls))
+    edited.insert(index + 1, _copied(calls[index]))
     return edited
 
 
@@ -123,7 +139,7 @@ def _extra_ni(calls: list[Call], writes: list[int], policy: CallPolicy, scan: Sc
     candidates = sorted(newest.values(), reverse=True)
     if scan is None:
         return Edit("extra-ni", None, "SCAN_FAILED", {**detail, "error": "no scanner"})
-    runs = [Run("scan-control", copy.deepcopy(calls), grade=False)]
+    runs = [Run("scan-control", _copied(calls), grade=False)]
     runs += [Run(f"scan-repeat-{i}", repeat_at(calls, i), grade=False) for i in candidates]
     try:
         delivered = {getattr(d, "run_id", None): d for d in scan(runs)}
