@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import threading
+from typing import IO
 
 from pytest_agentbench.record.file_child import HEADER
 
@@ -115,9 +116,8 @@ class FileProcess:
             return False
         return True
 
-    def _read(self, stream: object) -> None:
-        readline = stream.readline  # type: ignore[attr-defined]  # the child's stdout, binary
-        for line in iter(readline, b""):
+    def _read(self, stream: IO[bytes]) -> None:
+        for line in iter(stream.readline, b""):
             with self._ready:
                 if line == b"ok\n":
                     self._acks += 1
