@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.shared_values import SharedValues
 from pytest_agentbench.text import one_line
 
 if TYPE_CHECKING:
@@ -60,32 +61,15 @@ class Manifest:
         return sum(len(s.tasks) for s in self.suites)
 
 
-class SharedTaskValues:
-    """One object for the equal values of a manifest's tasks: their domain and benchmark names
-    (a JSON dump or a decoded file makes a new string per task) and their config, tags and
-    evaluation spec when equal (a generated benchmark gives every task the same ``raw_config``).
-    Every item holds its task to the end of the run. The manifest's task dicts are only read: an
-    item gives its benchmark a Task with containers of its own (``plugin.state.task_from_item``)."""
+class SharedTaskValues(SharedValues):
+    """One object for the equal values of a manifest's tasks: their domain and benchmark names and
+    their config, tags and evaluation spec when equal (a generated benchmark gives every task the
+    same ``raw_config``). Every item holds its task to the end of the run. The manifest's task
+    dicts are only read: an item gives its benchmark a Task with containers of its own
+    (``plugin.state.task_from_item``)."""
 
     WORDS = ("domain", "benchmark")
-    VALUES = ("raw_config", "tags", "evaluation_spec")
-
-    def __init__(self) -> None:
-        self._words: dict[str, str] = {}
-        self._values: dict[str, Any] = {}
-
-    def share(self, task: dict[str, Any]) -> None:
-        for key in self.WORDS:
-            value = task.get(key)
-            if type(value) is str:
-                task[key] = self._words.setdefault(value, value)
-        for key in self.VALUES:
-            value = task.get(key)
-            if value and type(value) in (dict, list):
-                # repr and == together: repr tells 1, 1.0 and True apart, == checks what repr shows
-                kept = self._values.setdefault(repr(value), value)
-                if kept is not value and kept == value:
-                    task[key] = kept
+    NESTED = ("raw_config", "tags", "evaluation_spec")
 
 
 def _first_problem(exc: Exception) -> str:

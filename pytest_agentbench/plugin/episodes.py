@@ -137,8 +137,8 @@ def release_fixture_finalizers(item: pytest.Item) -> None:
     """Drop what the item's function-scoped fixtures left on the wider-scoped ones they asked for.
 
     pytest adds the ``finish`` of every function-scoped fixture execution to each wider-scoped
-    fixture it requests (the ``episode`` fixture asks for the session's ``pytestconfig`` and
-    ``agent``), so that tearing those down first tears it down. The item's own teardown has run
+    fixture it requests (the ``episode`` fixture asks for the session's ``agent``), so
+    that tearing those down first tears it down. The item's own teardown has run
     that ``finish`` by now, yet the wider fixture keeps it, and the request it holds, to the end of
     the session: about 1 KB per item, 2 MB over 2,000 tasks. Run again at the session's end it
     would do nothing (the fixture's value is gone already), so it is dropped here, after the item's
