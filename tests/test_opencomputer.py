@@ -151,6 +151,63 @@ def test_task_file_checks(tmp_path: Path, data: Any, message: str):
     assert "\n" not in str(caught.value)
 
 
+def test_split_check_agrees_with_shlex():
+    """The regular expression that stands in for ``shlex.split`` accepts exactly the commands
+    ``shlex`` can split, on strings made of every character that matters to it."""
+    import random
+    import shlex
+
+    from pytest_agentbench.benches.opencomputer.tasks import _SPLITS
+
+    def splits(command: str) -> bool:
+        try:
+            shlex.split(command)
+        except ValueError:
+            return False
+        return True
+
+    rng = random.Random(17)
+    alphabet = "ab '\"\\\n\t#;|$"
+    commands = ["", "\\", "'", '"', "a\\ b", "'a\\'", '"a\\"', '"a\\""', "'it''s'", 'x "a b" \'c d\'']
+    commands += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 10))) for _ in range(20_000)]
+    disagree = [c for c in commands if (_SPLITS.fullmatch(c) is not None) != splits(c)]
+    assert disagree == []
+    assert {splits(c) for c in commands} == {True, False}
+
+
+def test_sandbox_path_check_agrees_with_pathlib():
+    """``inside_sandbox`` gives ``PurePosixPath``'s answer: absolute, no ``..``, strictly below
+    /home/user or /tmp, with pathlib's empty parts, ``.`` parts and ``//`` root."""
+    import random
+    from pathlib import PurePosixPath
+
+    from pytest_agentbench.benches.opencomputer.tasks import SANDBOX_ROOTS, inside_sandbox
+
+    def by_pathlib(value: str) -> bool:
+        pure = PurePosixPath(value)
+        return pure.is_absolute() and ".." not in pure.parts and any(
+            pure != root and root in pure.parents for root in SANDBOX_ROOTS)
+
+    rng = random.Random(5)
+    starts = ["", "/", "//", "///", "/home/user", "/home//user/", "/home/./user", "//tmp", "/tmp", "tmp", "/home"]
+    words = ["/", "/", ".", "..", "home", "user", "tmp", "x", ""]
+    values = [rng.choice(starts) + "".join(rng.choice(words) for _ in range(rng.randint(0, 6)))
+              for _ in range(20_000)]
+    assert [v for v in values if inside_sandbox(v) != by_pathlib(v)] == []
+    assert 1_000 < sum(map(by_pathlib, values)) < 19_000
+
+
+def test_oversized_task_file_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from pytest_agentbench.benches.opencomputer import tasks
+
+    monkeypatch.setattr(tasks, "MAX_TASK_BYTES", 100)
+    path = tmp_path / DRAWIO / "task.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(_task()))
+    with pytest.raises(OpenComputerTaskError, match=rf"{path.stat().st_size} bytes, more than the 100 a task file"):
+        read_task(path)
+
+
 def test_real_task_files_read_as_tasks():
     task = read_task(TASKS / DRAWIO / "task.json")
     assert (task.task_id, task.domain, task.benchmark, task.tags) == (DRAWIO, "drawio", "opencomputer", ["llm_judged"])

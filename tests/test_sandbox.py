@@ -250,3 +250,8 @@ def test_fixture_falls_back_with_one_warning(run_sub, pytester: pytest.Pytester,
     bench = run_sub("--bench=opencomputer", "--opencomputer-tasks", str(data / "tasks"), "--sandbox-isolation", "bwrap")
     assert bench.ret == pytest.ExitCode.USAGE_ERROR
     assert "--sandbox-isolation bwrap: bubblewrap (bwrap) is not installed" in bench.stderr.str()
+    # listing the items runs nothing, so it tries no sandbox
+    listed = run_sub("--bench=opencomputer", "--opencomputer-tasks", str(data / "tasks"),
+                     "--sandbox-isolation", "bwrap", "--collect-only", "-q")
+    assert listed.ret == pytest.ExitCode.OK, listed.outlines
+    assert "3 tests collected" in listed.stdout.str()

@@ -240,7 +240,8 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
         with usage_errors():
             return OpenComputerBenchmark.from_config(settings_for(config), isolation=lambda: session_isolation(config),
-                                                     limits=session_limits(config))
+                                                     limits=session_limits(config),
+                                                     runs=not config.option.collectonly)
 
     registry.register("opencomputer", opencomputer,
                       description="OpenComputer tasks, set up and graded by its own harness code in a sandbox "

@@ -141,11 +141,13 @@ class OpenComputerBenchmark(Benchmark):
 
     @classmethod
     def from_config(cls, settings: Settings | None, *, isolation: Callable[[], Isolation] | None = None,
-                    limits: Limits | None = None) -> OpenComputerBenchmark:
+                    limits: Limits | None = None, runs: bool = True) -> OpenComputerBenchmark:
         """Build from the ``--opencomputer-*`` options; missing or bad ones are :class:`ConfigError`.
 
         ``isolation()`` decides the sandboxes' isolation (the plugin decides it once per session);
-        without it, ``--sandbox-isolation`` is tried here."""
+        without it, ``--sandbox-isolation`` is tried here. ``runs=False`` (``--collect-only``)
+        leaves that decision to the first item, as no item will run: the trial run of bubblewrap
+        costs a process start."""
         settings = settings_of(settings)
         if settings is None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
@@ -183,7 +185,7 @@ class OpenComputerBenchmark(Benchmark):
         mode = settings.get("sandbox_isolation") or "auto"
         decide = isolation or (lambda: _isolation(mode))
         wants_harness = options.harness == "opencomputer" or (options.harness == "auto" and checkout is not None)
-        if mode != "auto" or wants_harness:
+        if runs and (mode != "auto" or wants_harness):
             decided = decide()  # decided now: an unusable required bwrap stops the run (exit 4)
             if options.harness == "opencomputer" and not decided.isolated:
                 raise ConfigError("--opencomputer-harness opencomputer runs OpenComputer's harness code in a "
