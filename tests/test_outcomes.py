@@ -128,10 +128,40 @@ def pytest_collection_finish(session):
 
 def test_a_benchmark_item_resolves_only_the_fixtures_it_uses(run, pytester):
     # pytest resolves every name of an item's fixture closure for every item; ``request`` costs a
-    # new fixture definition each time (see plugin.RunFixtures).
+    # new fixture definition each time (see plugin.RunFixtures), and the episode plays in the
+    # item's setup, not in a function-scoped fixture (see BenchItem.setup).
     pytester.makeconftest(ITEM_FIXTURES)
     result = run("--bench=mock", "--bench-limit", "1", "-s")
-    result.stdout.fnmatch_lines(["closure: agent,agentbench_agent,episode"])
+    result.stdout.fnmatch_lines(["closure: agent,agentbench_agent"])
+
+
+@pytest.mark.parametrize("name", ["episode", "agentbench_episode"])
+def test_a_fixture_asking_for_the_episode_gets_the_record_and_it_plays_once(run, pytester, name):
+    pytester.makeconftest(f"""
+import pytest
+
+PLAYED = []
+
+@pytest.fixture(autouse=True)
+def logs_the_record(request, {name}):
+    print("record:", request.node.name, {name}.task_id, {name}.num_steps, {name}.success)
+    yield
+    print("played so far:", len(PLAYED))
+
+def pytest_agentbench_episode_finished(record, item, payload):
+    PLAYED.append(record.task_id)
+""")
+    result = run("--bench=mock", "--bench-limit", "2", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*record: mock_chrome_001 mock_chrome_001 1 True", "*played so far: 1",
+                                 "*record: mock_clock_001 mock_clock_001 1 True", "*played so far: 2"])
+    assert [r["task_id"] for r in results(only_run_folder(pytester.path))] == ["mock_chrome_001", "mock_clock_001"]
+
+
+def test_the_episode_fixture_outside_a_benchmark_item_is_an_error(pytester):
+    pytester.makepyfile(test_own="def test_own(agentbench_episode):\n    pass\n")
+    result = pytester.runpytest("-p", "no:randomly", "--bench=mock", "--bench-limit", "1", "test_own.py")
+    result.stdout.fnmatch_lines(["*the episode fixture plays benchmark items (bench/...) during their setup*"])
 
 
 def test_x_stops_after_the_first_failure(run, pytester):

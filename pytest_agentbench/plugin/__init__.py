@@ -398,36 +398,24 @@ agentbench_run_record = pytest.fixture(name="agentbench_run_record")(run_record)
 
 
 def episode(pytestconfig: pytest.Config, agent: Agent) -> EpisodeRecord:
-    """Plays the item's episode during setup and returns its record (``RunFixtures`` has the
-    one benchmark runs use).
+    """The item's episode record: the episode plays here when a fixture of the item asks for it
+    (an autouse fixture of a conftest that wants the record), else in ``BenchItem.setup`` after
+    the fixtures; either way once per run of the item (``RunFixtures`` has the one benchmark runs
+    use).
 
     Infrastructure and evaluation errors fail here, so pytest reports them as errors (setup),
     not as failures of the agent. The task and benchmark come from the item directly (the same
-    objects the ``bench_task`` and ``bench_env`` fixtures give), which keeps the per-item fixture
-    work to one fixture; the item is the one being set up, which the session notes (it takes no
-    ``request``, see above).
+    objects the ``bench_task`` and ``bench_env`` fixtures give); the item is the one being set
+    up, which the session notes (it takes no ``request``, see above).
     """
-    return _play_item(pytestconfig, agent)
+    from pytest_agentbench.plugin.episodes import play_item
+
+    return play_item(pytestconfig, agent)
 
 
-def _play_item(config: pytest.Config, agent: Agent) -> EpisodeRecord:
-    from pytest_agentbench.plugin.state import OUTCOME_KEY, config_state, task_from_item
-
-    state = config_state(config)
-    node = state.item
-    if node is None:  # cannot happen in a setup: the session notes every item first
-        raise pytest.UsageError("the episode fixture plays benchmark items (bench/...) during their setup")
-    task = task_from_item(node)
-    bench = state.benchmark(task.benchmark)
-    record = state.play(node, task, bench, bench.agent_for(task) or agent)
-    outcome = node.stash[OUTCOME_KEY]
-    if outcome.kind == "error":
-        pytest.fail(outcome.message, pytrace=False)
-    return record
-
-
-#: The episode fixture: it asks for ``agent``, so a conftest override of ``agent`` (short name) or
-#: of ``agentbench_agent`` (which the short ``agent`` returns) is the agent that plays.
+#: The episode fixture, for a conftest fixture that wants the record: it asks for ``agent``, so a
+#: conftest override of ``agent`` (short name) or of ``agentbench_agent`` (which the short ``agent``
+#: returns) is the agent that plays, as in ``BenchItem.setup``.
 agentbench_episode = pytest.fixture(name="agentbench_episode")(episode)
 
 
@@ -504,12 +492,16 @@ class RunFixtures:
     @pytest.fixture(name="agentbench_episode")
     def agentbench_episode(self, agent: Agent) -> EpisodeRecord:
         """Plays the item's episode during setup and returns its record (see ``episode``)."""
-        return _play_item(self._config, agent)
+        from pytest_agentbench.plugin.episodes import play_item
+
+        return play_item(self._config, agent)
 
     @pytest.fixture(name="episode")
     def episode(self, agent: Agent) -> EpisodeRecord:
         """Plays the item's episode during setup and returns its record (see ``episode``)."""
-        return _play_item(self._config, agent)
+        from pytest_agentbench.plugin.episodes import play_item
+
+        return play_item(self._config, agent)
 
 
 class ShortFixtureNames:

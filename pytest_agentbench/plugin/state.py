@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_agentbench.model import Task
+    from pytest_agentbench.model import EpisodeRecord, Task  # noqa: F401 - EpisodeRecord names RECORD_KEY's type
     from pytest_agentbench.outcomes import Outcome  # noqa: F401 - named in OUTCOME_KEY's StashKey["Outcome"]
     from pytest_agentbench.plugin.session import AgentbenchPlugin
 
 STATE_KEY = pytest.StashKey["AgentbenchPlugin"]()
 OUTCOME_KEY = pytest.StashKey["Outcome"]()
 PAYLOAD_KEY = pytest.StashKey[dict[str, Any]]()
+#: The episode record of an item being run: set when the episode has played (in setup), removed at teardown.
+RECORD_KEY = pytest.StashKey["EpisodeRecord"]()
 PAYLOAD_ATTR = "agentbench"  # the report attribute holding the item's record (plain JSON)
 #: An episode item's task (a plain dict from the manifest); only episode items carry it.
 TASK_KEY = pytest.StashKey[dict[str, Any]]()
@@ -37,7 +39,7 @@ def config_state(config: pytest.Config) -> AgentbenchPlugin:
 def task_from_item(item: pytest.Item) -> Task:
     """The item's task, built without validation: the manifest's tasks were validated when it was
     resolved (``manifest.resolve``), and validating again per item costs more than the record."""
-    from pytest_agentbench.model import Task
+    from pytest_agentbench.model import EpisodeRecord, Task  # noqa: F401 - EpisodeRecord names RECORD_KEY's type
 
     data = item.stash[TASK_KEY]
     fields = {**_TASK_DEFAULTS, **data}

@@ -1,6 +1,6 @@
 """Which deadline an item's episode plays under, and pytest-timeout's part in it.
 
-The episode plays in the ``episode`` fixture, during setup, so that infrastructure errors stay
+The episode plays during the item's setup (``BenchItem.setup``), so that infrastructure errors stay
 setup errors. pytest-timeout alone would then miss it or end it badly: with ``timeout_func_only``
 its timer covers only the (empty) test call, so a hanging agent passes; with the ``thread`` method
 its timer ends the whole process. So the episode has a deadline of its own:
