@@ -149,6 +149,34 @@ def test_false_accept_failure_shows_only_the_diff(run):
     assert "def run_audit_item" not in result.stdout.str()
 
 
+CLOSURE = """
+def pytest_collection_finish(session):
+    print("closure:", ",".join(sorted(session.items[0].fixturenames)) or "none")
+"""
+
+ASKS_FOR_THE_RUN = """
+import pytest
+
+@pytest.fixture(autouse=True)
+def notes_the_run(audit_run):
+    print("run:", audit_run["task_id"], audit_run["operator"], audit_run["run_class"])
+"""
+
+
+def test_an_audit_item_resolves_no_fixture_and_a_fixture_asking_gets_its_run(run, pytester):
+    # the item audits in its setup (AuditItem.setup): no function-scoped fixture, nor ``request``,
+    # per item; a conftest fixture that asks for ``audit_run`` gets the run, audited once
+    pytester.makeconftest(CLOSURE)
+    run("--audit-verifier=toy", "--collect-only", "-q", "-s").stdout.fnmatch_lines(["closure: none"])
+    pytester.makeconftest(ASKS_FOR_THE_RUN)
+    result = run("--audit-verifier=toy", "--audit-tasks=split-bill", "--audit-operators=claim-only", "-s",
+                 "--junitxml=out.xml")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*run: split-bill claim-only killed"])
+    junit = (pytester.path / "out.xml").read_text()
+    assert junit.count('name="operator"') == 1  # the run's properties were noted once
+
+
 def test_node_ids_in_seed_task_order_then_operator_order(run):
     result = run("--audit-verifier=toy", "--collect-only", "-q")
     assert result.ret == 0

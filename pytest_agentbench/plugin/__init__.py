@@ -435,25 +435,13 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Confi
 
 
 def audit_run(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """Audits the item's task (once per task per process) during setup and returns this item's
-    run result. Runs that could not be judged (error, invalid control, no reference) fail here,
-    so pytest reports them as errors."""
-    from pytest_agentbench.plugin.audit import AUDIT_KEY, RUN_KEY
+    """The audit item's run result: its task is audited (once per task per process) here when a
+    fixture of the item asks for it, else in ``AuditItem.setup`` after the fixtures. Runs that
+    could not be judged (error, invalid control, no reference) fail the setup, so pytest reports
+    them as errors."""
+    from pytest_agentbench.plugin.audit import run_audit
 
-    session = request.config.stash.get(AUDIT_KEY, None)
-    if session is None:
-        raise pytest.UsageError("the audit_run fixture needs --audit-verifier NAME")
-    run = session.run_for(request.node)
-    request.node.stash[RUN_KEY] = run
-    request.node.user_properties.extend([
-        ("task_id", run["task_id"]), ("operator", run["operator"]), ("run_class", run["run_class"]),
-        ("diff", run.get("summary") or ""), ("reason", run.get("reason") or ""),
-    ])
-    kind = run["run_class"]
-    if kind in ("not-delivered", "invalid", "no-reference"):
-        label = {"not-delivered": "error", "invalid": "invalid", "no-reference": "not audited"}[kind]
-        pytest.fail(f"{label}: {run.get('reason')}", pytrace=False)
-    return run
+    return run_audit(request.node)
 
 
 agentbench_sandbox = pytest.fixture(name="agentbench_sandbox")(sandbox)

@@ -53,8 +53,33 @@ class AuditFailed(pytest.fail.Exception):  # type: ignore[name-defined, misc]  #
 AuditFailed.__name__ = AuditFailed.__qualname__ = "Failed"
 
 
-def run_audit_item(audit_run: Any) -> None:
-    """The function of every audit item; ``AuditItem.runtest`` turns the run class into the outcome."""
+def run_audit_item() -> None:
+    """The function of every audit item. ``AuditItem.setup`` audits its task once the fixtures are
+    set up (so runs that could not be judged are setup errors); ``AuditItem.runtest`` turns the
+    run class into the outcome."""
+
+
+def run_audit(item: pytest.Item) -> dict[str, Any]:
+    """The audit ``item``'s run result, its task audited once per task per process, noted on the
+    item (its reports carry it) unless it was in this setup. Runs that could not be judged
+    (error, invalid control, no reference) fail here, so pytest reports them as errors.
+    ``AuditItem.setup`` and the ``audit_run`` fixtures call it."""
+    run = item.stash.get(RUN_KEY, None)
+    if run is not None:
+        return run
+    session = item.config.stash.get(AUDIT_KEY, None)
+    if session is None or ITEM_KEY not in item.stash:
+        raise pytest.UsageError("the audit_run fixture needs --audit-verifier NAME and an audit item")
+    run = item.stash[RUN_KEY] = session.run_for(item)
+    item.user_properties.extend([
+        ("task_id", run["task_id"]), ("operator", run["operator"]), ("run_class", run["run_class"]),
+        ("diff", run.get("summary") or ""), ("reason", run.get("reason") or ""),
+    ])
+    kind = run["run_class"]
+    if kind in ("not-delivered", "invalid", "no-reference"):
+        label = {"not-delivered": "error", "invalid": "invalid", "no-reference": "not audited"}[kind]
+        pytest.fail(f"{label}: {run.get('reason')}", pytrace=False)
+    return run
 
 
 #: Where each built-in audit adapter is defined (their factories sit in plugin.py).
@@ -84,6 +109,15 @@ class AuditItem(pytest.Function):
         task_id, operator = self.stash[ITEM_KEY]
         return described(run_audit_item, f"Verifier audit, task {task_id}: is a run mutated by operator "
                                          f"{operator!r} rejected (killed) or accepted?")
+
+    def setup(self) -> None:
+        """Set up the fixtures, then audit: as for episode items (``BenchItem.setup``), a
+        function-scoped fixture per item, which would also bring ``request``, costs pytest more
+        than the item's own work. A rerun audits anew."""
+        if RUN_KEY in self.stash:
+            del self.stash[RUN_KEY]
+        super().setup()
+        run_audit(self)
 
     def runtest(self) -> None:
         super().runtest()
