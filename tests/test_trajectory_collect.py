@@ -574,3 +574,22 @@ def pytest_sessionfinish(session):
     result = run_sub("-s", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*TRAJECTORY-LOADED [[][]] [[][]]*"])
+
+
+FREEZE_PROBE = """
+import gc
+
+def pytest_runtest_setup(item):
+    print(f"frozen at {item.name}: {gc.get_freeze_count() > 0}")
+"""
+
+
+def test_a_run_of_case_files_alone_keeps_its_collection_out_of_the_gc_walks(run_sub, pytester):
+    # a run of cases alone freezes what collection built (plugin/heap.py), a run with other tests does not
+    toy_pair(pytester.path / "cases", "c1", {"toy_a": [1.0, True]})
+    pytester.makeconftest(FREEZE_PROBE)
+    alone = run_sub("cases", "-s", "-p", "no:xdist")
+    alone.stdout.fnmatch_lines(["*frozen at c1: True*"])
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    mixed = run_sub("cases", "test_plain.py", "-s", "-p", "no:xdist")
+    mixed.stdout.fnmatch_lines(["*frozen at c1: False*", "*frozen at test_plain: False*"])

@@ -51,10 +51,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     ``--version`` answer first: nothing is read for them."""
     if options.only_answers(config):
         return None
-    if options.benchmarks_requested(config):
-        from pytest_agentbench.plugin import heap
+    from pytest_agentbench.plugin import heap
 
-        heap.reserve(config)  # before configure, so its thaw follows pytest's cleanups (see plugin/heap.py)
+    # before configure, so that a thaw follows pytest's cleanups (see plugin/heap.py); it freezes
+    # nothing itself: benchmark runs and runs of case files alone freeze after collection
+    heap.reserve(config)
     if options.setting(config, "agentbench_reap"):
         from pytest_agentbench.plugin.pools import run_reaper
 
