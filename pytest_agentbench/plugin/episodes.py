@@ -146,7 +146,7 @@ class BenchItem(pytest.Function):
 
         Played here rather than by an ``episode`` fixture in the closure: a function-scoped
         fixture costs pytest a request, a fixture execution and two finalizers per item, about
-        a tenth of a mock item's cost over a bare one (0.22M instructions of 1.8M)."""
+        a tenth of what a mock item costs over a bare one (0.17M of 1.8M instructions)."""
         from pytest_agentbench.plugin.state import RECORD_KEY
 
         super().setup()
