@@ -20,7 +20,7 @@ def test_a_plain_pytest_run_never_imports_the_plugin_internals(pytester):
 import sys
 def pytest_sessionfinish(session):
     # the entry point, its hook specs and option table, and heap.py (its thaw must be registered
-    # before configure in any run that may collect case files: gc and pytest only, 60 lines)
+    # before configure in any run that may collect case files; it imports only gc and pytest)
     loaded = sorted(m for m in sys.modules if m.startswith("pytest_agentbench.") and m not in (
         "pytest_agentbench.plugin", "pytest_agentbench.plugin.hookspecs", "pytest_agentbench.plugin.options",
         "pytest_agentbench.plugin.heap"))
