@@ -196,3 +196,47 @@ def test_statistics_do_not_depend_on_record_order():
     shuffled = records[:]
     random.Random(9).shuffle(shuffled)
     assert stats.run_statistics(records) == stats.run_statistics(shuffled)
+
+
+# -- the interval of a median ----------------------------------------------------------------------
+def test_median_interval_picks_the_order_statistics_by_hand():
+    # n = 10: P(Bin(10, 1/2) < 2) = 11/1024, coverage 0.9785; k = 3 would give 1 - 2 * 56/1024 = 0.8906.
+    values = [9.0, 1.0, 8.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0, 10.0]
+    assert stats.median_interval(values) == (2.0, 9.0, pytest.approx(1 - 22 / 1024))
+    # n = 20 (the inert rows of benchmarks/goals.py): k = 6, P(Bin(20, 1/2) <= 5) = 21700 / 2**20.
+    low, high, coverage = stats.median_interval([float(i) for i in range(20)])
+    assert (low, high) == (5.0, 14.0)
+    assert coverage == pytest.approx(1 - 2 * 21700 / 2 ** 20)
+
+
+@pytest.mark.parametrize(("n", "coverage"), [(1, 0.0), (2, 0.5), (5, 0.9375)])
+def test_median_interval_of_a_small_sample_is_its_range_and_says_how_sure(n, coverage):
+    values = [float(v) for v in range(n, 0, -1)]
+    assert stats.median_interval(values) == (1.0, float(n), pytest.approx(coverage))
+
+
+def test_median_interval_of_nothing_is_none():
+    assert stats.median_interval([]) is None
+
+
+@pytest.mark.parametrize("n", [5, 6, 11, 20, 31])
+def test_median_interval_is_the_widest_that_reaches_the_confidence(n):
+    def coverage(k):
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+
+    _, _, got = stats.median_interval([float(v) for v in range(n)])
+    ks = [k for k in range(1, (n + 1) // 2 + 1) if coverage(k) >= 0.95]
+    assert got == pytest.approx(coverage(max(ks)) if ks else coverage(1))
+
+
+def test_median_interval_covers_a_skewed_median_as_often_as_it_says():
+    # Log-normal timings (median 1.0): the share of samples whose interval holds the true median
+    # is at least the coverage claimed, to within the simulation's error.
+    rng = random.Random(7)
+    for n in (5, 12, 20):
+        claimed = stats.median_interval([0.0] * n)[2]
+        hits = 0
+        for _ in range(4000):
+            low, high, _ = stats.median_interval([rng.lognormvariate(0.0, 0.5) for _ in range(n)])
+            hits += low <= 1.0 <= high
+        assert hits / 4000 >= claimed - 0.015, (n, hits / 4000, claimed)
