@@ -10,8 +10,10 @@ next to both medians, an interval for that median and the goal.
 The interval is the distribution-free one of ``stats.median_interval`` (order statistics of the
 paired ratios; of our side's seconds for the absolute rows), printed with how sure it is: 94% for
 five pairs, 96% for the twenty of the inert rows. The verdict is ``met`` when all of the interval
-meets the goal, ``MISSED`` when none of it does, and ``unsure`` when the goal lies inside it: the
-runs cannot tell, and a median alone would pass or fail the row by the luck of the hour.
+meets the goal, ``MISSED`` when none of it does, and ``unsure`` when the goal lies inside it or the
+interval is less than 90% sure (fewer than five pairs: ``--repeat`` below 5, below 2 for the
+inert rows): the runs cannot tell, and a median alone would pass or fail the row by the luck of
+the hour.
 
 Rows (``--rows`` picks some; all by default):
 
@@ -323,13 +325,19 @@ def measure(row: Row, repeat: int, env: dict[str, str], *, instructions: bool = 
     return {"row": row.name, "what": row.what, "ours": ours, "ref": ref, "unit": unit, "ratio": ratio,
             "ratio_min": min(ratios, default=float("nan")), "ratio_max": max(ratios, default=float("nan")),
             "interval": [low, high], "coverage": coverage, "goal": row.goal, "kind": row.kind,
-            "verdict": verdict(row, low, high), "instruction_ratio": counted, "samples": samples}
+            "verdict": verdict(row, low, high, coverage), "instruction_ratio": counted, "samples": samples}
 
 
-def verdict(row: Row, low: float, high: float) -> str:
+#: The least coverage a verdict other than ``unsure`` needs: five pairs give 94%, one pair none.
+SURE = 0.9
+
+
+def verdict(row: Row, low: float, high: float, coverage: float) -> str:
     """``met`` when the whole interval of the median meets the goal, ``MISSED`` when none of it
-    does, ``unsure`` when the goal lies inside it: more pairs (``--repeat``) or a quieter machine
-    can tell, a single median cannot."""
+    does, ``unsure`` when the goal lies inside it or the interval is less than ``SURE`` sure (too
+    few pairs): more pairs (``--repeat``) or a quieter machine can tell, a single median cannot."""
+    if coverage < SURE:
+        return "unsure"
     if row.kind == "absolute":
         return "met" if high < row.goal else "MISSED" if low >= row.goal else "unsure"
     return "met" if high <= row.goal else "MISSED" if low > row.goal else "unsure"

@@ -121,6 +121,13 @@ def test_infrastructure_errors_are_played_again_and_their_records_replaced(pytes
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["statistics"]["outcome_trials"] == 6 and summary["statistics"]["excluded_trials"] == 0
     assert summary["num_attempts"] == 6
+    # The page embeds the kept records (encoded) and the new ones (their lines as written) alike:
+    # it is the page read back from the folder.
+    from pytest_agentbench.record.viewer import write_viewer
+
+    written = (folder / "viewer.html").read_bytes()
+    write_viewer(folder)
+    assert (folder / "viewer.html").read_bytes() == written
 
 
 def test_resume_of_a_finished_run_plays_nothing(pytester, run):

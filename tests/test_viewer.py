@@ -576,6 +576,60 @@ def test_the_run_end_page_equals_the_page_read_back_from_the_folder(run, pyteste
     assert (folder / "viewer.html").read_bytes() == written
 
 
+def test_the_run_end_page_embeds_the_lines_the_run_wrote(run, pytester, monkeypatch):
+    """At the end of a run no record is encoded a second time for the page: its results.jsonl
+    line is embedded as written."""
+    from pytest_agentbench.record import viewer_data
+
+    real, encoded = viewer_data.embed_json, []
+
+    def counting(value: Any, **kwargs: Any) -> str:
+        if isinstance(value, dict) and "task_id" in value:
+            encoded.append(value["task_id"])
+        return real(value, **kwargs)
+
+    monkeypatch.setattr(viewer_data, "embed_json", counting)
+    folder = mock_run(run, pytester, "--bench-limit", "4")
+    assert len(results(folder)) == 4 and b'id="traj-3"' in (folder / "viewer.html").read_bytes()
+    assert encoded == []
+    write_viewer(folder)  # read back from the folder: the file's lines, not encoded either
+    assert encoded == []
+
+
+def test_records_lines_are_embedded_as_written_and_the_rest_encoded(tmp_path, monkeypatch):
+    """``record_texts`` (the results.jsonl lines the controller wrote) give the text the records
+    would be encoded to; a record without its line, or whose line holds NaN or Infinity (a bare
+    token ``JSON.parse`` rejects) or the word in a string, is encoded, as without texts."""
+    from pytest_agentbench.record import viewer_data
+
+    folder = RunFolder.create(tmp_path, "r")
+    records = [record("a"), record("b", reason="score NaN"), record("c", score=float("nan")), record("d"),
+               record("e", reason="<b>&</b>")]
+    texts = [folder.append_result(r) for r in records]
+    texts[3] = None  # a kept record of a resumed run: no line written here
+
+    def joined(**kwargs: Any) -> str:
+        view = viewer_data.collect(folder.path, summary={}, records=records, lazy=True, **kwargs)
+        list(view.trajectories)
+        return "".join(view.results)
+
+    expected = joined()
+    assert "NaN" not in expected.replace("score NaN", "")  # c's NaN was written as null
+    real, encoded = viewer_data.embed_json, []
+
+    def counting(value: Any, **kwargs: Any) -> str:
+        encoded.append(value["task_id"])
+        return real(value, **kwargs)
+
+    monkeypatch.setattr(viewer_data, "embed_json", counting)
+    assert joined(record_texts=texts) == expected
+    assert encoded == ["b", "c", "d"]  # a and e were embedded from their lines, e escaped
+    assert r"\u003cb\u003e\u0026\u003c/b\u003e" in expected
+    encoded.clear()
+    assert joined(record_texts=texts[:2]) == expected  # not the records' lines: all encoded
+    assert encoded == ["a", "b", "c", "d", "e"]
+
+
 def test_a_page_that_fails_midway_leaves_the_old_page_and_no_temporary_file(tmp_path):
     from pytest_agentbench.record.streamed import write_text_pieces
 

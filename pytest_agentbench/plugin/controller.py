@@ -46,6 +46,9 @@ class RunController:
     def __init__(self, state: AgentbenchPlugin) -> None:
         self.state = state
         self.records: list[dict[str, Any]] = []
+        #: The results.jsonl line written for each record, in the same order (None: none written
+        #: here, as for the records a resumed run keeps); the viewer embeds them as they are.
+        self.record_texts: list[str | None] = []
         #: Earlier attempts of items a rerun plugin plays again, by node id, until the final one.
         self.attempts: dict[str, list[dict[str, Any]]] = {}
         self.started = _dt.datetime.now(_dt.timezone.utc)
@@ -124,22 +127,27 @@ class RunController:
             self.shared.share(record)
             self.records.append(record)
             self.recorded.add(report.nodeid)
-            if self.write_error is None:
-                self._append(record)
+            self.record_texts.append(self._append(record) if self.write_error is None else None)
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def keep_records(self, records: list[dict[str, Any]]) -> None:
+        """Records this run holds without writing their lines (a resumed run's kept ones)."""
+        self.records.extend(records)
+        self.record_texts.extend([None] * len(records))
+
+    def _append(self, record: dict[str, Any]) -> str | None:
         """One results.jsonl line. When the disk refuses it (full, quota, I/O error) the run stops:
         later items would spend time and money with nowhere to record them. The lines already
         written stay whole (``RunFolder.append_result``), and the run ends with one ERROR: line."""
         folder = self.state.run_folder
         assert folder is not None
         try:
-            folder.append_result(record)
+            return folder.append_result(record)
         except OSError as exc:
             kept = len(self.records) - 1
             self.write_error = (f"ERROR: could not write {folder.results_path}: {_os_error(exc)}; the run was stopped "
                                 f"and the {kept} complete record(s) before it are kept")
             self._stop("the run record could not be written (see the ERROR line)")
+            return None
 
     def _stop(self, reason: str) -> None:
         config = self.state.config
@@ -212,7 +220,7 @@ class RunController:
             # The records are results.jsonl's, in its order, unless a line of it failed: then the
             # viewer reads the file, which holds what was kept.
             write_summary(folder, self.summary, self.records if self.write_error is None else None,
-                          tasks=task_rows(self.records, SUMMARY_TASK_FIELDS))
+                          tasks=task_rows(self.records, SUMMARY_TASK_FIELDS), record_texts=self.record_texts)
         except OSError as exc:
             self.write_error = self.write_error or (f"ERROR: could not write the run summary in {folder.path}: "
                                                     f"{_os_error(exc)}")

@@ -244,7 +244,7 @@ def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
         return None
     resume = Resume(settings.resume)
     folder = resume.open(controller.state, controller.state.manifest, settings.trials, settings.seed)
-    controller.records.extend(resume.kept)
+    controller.keep_records(resume.kept)
     if resume.created_at:
         import datetime as _dt
 

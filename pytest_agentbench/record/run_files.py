@@ -165,12 +165,14 @@ def task_rows(records: Iterable[Mapping[str, Any]], task_fields: tuple[str, ...]
 
 
 def write_summary(folder: RunFolder, summary: dict[str, Any], records: list[dict[str, Any]] | None = None, *,
-                  tasks: Iterable[dict[str, Any]] | None = None) -> None:
+                  tasks: Iterable[dict[str, Any]] | None = None,
+                  record_texts: Sequence[str | None] | None = None) -> None:
     """summary.json and the viewer page (OSError when the disk says no). ``records``: the records
     results.jsonl holds, in its order, when the caller has them; the viewer then takes them, and
     ``summary``, from here instead of parsing both files back. ``tasks``: the per-task lines of a
     summary made without them (``run_summary(..., task_fields=None)``), written under ``tasks``
-    as they come; the file is the same as for the summary holding them."""
+    as they come; the file is the same as for the summary holding them. ``record_texts``: the
+    records' results.jsonl lines as written, which the viewer embeds as they are."""
     from pytest_agentbench.record.viewer import write_viewer
 
     if tasks is None:
@@ -180,4 +182,5 @@ def write_summary(folder: RunFolder, summary: dict[str, Any], records: list[dict
 
         folder.summary_path.parent.mkdir(parents=True, exist_ok=True)
         write_text_pieces(folder.summary_path, json_pieces_with_rows(summary, "tasks", tasks))
-    write_viewer(folder.path, summary=summary if records is not None else None, records=records)
+    write_viewer(folder.path, summary=summary if records is not None else None, records=records,
+                 record_texts=record_texts if records is not None else None)

@@ -112,15 +112,18 @@ class RunFolder:
     def absolute(self, relative: str) -> str:
         return f"{self.root}/{relative}"
 
-    def append_result(self, record: dict[str, Any]) -> None:
+    def append_result(self, record: dict[str, Any]) -> str:
         """Append one JSON line with a single write on an O_APPEND descriptor, opened at the first
         line and kept open until :meth:`close` (an open per line costs more than the line). Each
         line is one ``write(2)``, unbuffered, so a crash loses at most the line being written.
+        Returns the line's JSON text (without its newline): the viewer embeds it as it is, instead
+        of encoding the record a second time at the end of the run.
 
         A write the disk cut short (ENOSPC, EDQUOT, EIO) is taken back, so the file keeps only
         whole lines, and raises OSError. Only this process appends, so the size after the last
         whole line is the place to cut back to."""
-        line = (_RECORD_JSON(record) + "\n").encode("utf-8")
+        text = _RECORD_JSON(record)
+        line = (text + "\n").encode("utf-8")
         fd = self._results_fd
         if fd is None:
             fd = self._open_results()
@@ -136,6 +139,7 @@ class RunFolder:
                 pass  # a reader tolerates a torn last line (read_results)
             raise
         self._results_size += written
+        return text
 
     def _open_results(self) -> int:
         fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ RUN_FILES = ("results.jsonl", "summary.json", "manifest.json")
 
 
 def write_viewer(run_dir: str | Path, *, summary: dict[str, Any] | None = None,
-                 records: list[dict[str, Any]] | None = None) -> Path:
+                 records: list[dict[str, Any]] | None = None,
+                 record_texts: Sequence[str | None] | None = None) -> Path:
     """Write ``viewer.html`` into ``run_dir`` and return its path.
 
     Bad or missing data never raises (an interrupted run still gets a viewer that says what is
@@ -40,10 +42,11 @@ def write_viewer(run_dir: str | Path, *, summary: dict[str, Any] | None = None,
     reloading it mid-write never sees half a page. It is written as it is made, each trajectory
     read and written in turn, so its size is never in memory; ``summary`` and ``records``, when
     the caller holds them (the run's summary and the records of its results.jsonl), are not read
-    back from the folder (see ``viewer_data.collect``).
+    back from the folder, and ``record_texts``, the records' results.jsonl lines as written, are
+    not encoded again (see ``viewer_data.collect``).
     """
     run = Path(run_dir)
-    view = collect(run, summary=summary, records=records, lazy=True)
+    view = collect(run, summary=summary, records=records, lazy=True, record_texts=record_texts)
     target = run / VIEWER_NAME
     # A hidden temporary name, so a folder listing mid-write shows no second page.
     return write_text_pieces(target, page_pieces(view), tmp=target.with_name("." + VIEWER_NAME + ".tmp"), mode=0o644)

@@ -20,7 +20,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,13 +57,16 @@ class RunView:
 
 
 def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[dict[str, Any]] | None = None,
-            lazy: bool = False) -> RunView:
+            lazy: bool = False, record_texts: Sequence[str | None] | None = None) -> RunView:
     """Read the run folder into what the page embeds. Tolerates every missing or broken file,
     and says so in ``data["notes"]``, shown at the top of the page.
 
     ``summary`` and ``records`` are what the run's writer holds already (the plugin's controller
     at session end: its summary and the records it appended to results.jsonl, in file order);
-    given, they are not read back from the folder. ``lazy``: see ``RunView``."""
+    given, they are not read back from the folder. ``record_texts``: with ``records``, the
+    results.jsonl line written for each (``RunFolder.append_result``), None where this process
+    wrote none (records a resumed run kept); a line is embedded as written, a record without one
+    is encoded. ``lazy``: see ``RunView``."""
     notes: list[str] = []
     inside = _Inside(run)
     if summary is None:
@@ -86,17 +89,27 @@ def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[d
     texts = _embedded(records, _TrajectoryReader(inside), where, notes)
     if results is not None:
         return RunView(data, results, texts if lazy else list(texts))
+    if record_texts is not None and len(record_texts) != len(records):
+        record_texts = None  # not the records' lines: encode them all
     if lazy:  # one record at a time: the array's text is as big as results.jsonl
-        return RunView(data, _json_array(records), texts)
-    return RunView(data, embed_json(records), list(texts))
+        return RunView(data, _json_array(records, record_texts), texts)
+    return RunView(data, "".join(_json_array(records, record_texts)) if record_texts is not None
+                   else embed_json(records), list(texts))
 
 
-def _json_array(values: list[Any]) -> Iterator[str]:
+def _json_array(values: list[Any], texts: Sequence[str | None] | None = None) -> Iterator[str]:
     """``embed_json(values)`` in pieces, one element each, keys sorted: the text results.jsonl
-    holds for the records (``RunFolder.append_result``), so the page is the one read from it."""
+    holds for the records (``RunFolder.append_result``), so the page is the one read from it.
+    A value's line in ``texts`` is that text already, escaped here, unless it holds a NaN or an
+    Infinity (which ``JSON.parse`` rejects; ``embed_json`` writes null), or the word in a string."""
     yield "["
     for index, value in enumerate(values):
-        yield ("," if index else "") + embed_json(value, sort_keys=True)
+        text = texts[index] if texts is not None else None
+        if text is None or "NaN" in text or "Infinity" in text:
+            text = embed_json(value, sort_keys=True)
+        else:
+            text = escape_json_text(text)
+        yield ("," if index else "") + text
     yield "]"
 
 
