@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from pytest_agentbench.names import name_problem, shown
+
 ActionType = Literal[
     "click",
     "double_click",
@@ -69,8 +71,6 @@ class Task(_Model):
     @classmethod
     def _node_name(cls, value: str, info: Any) -> str:
         # Ids and domains become node names, shown unescaped by some reports (see names.py).
-        from pytest_agentbench.names import name_problem, shown
-
         problem = name_problem(value)
         if problem is not None:
             raise ValueError(f"{info.field_name} {shown(value)} {problem}")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.plugin.state import TASK_KEY
+from pytest_agentbench.plugin.trials import file_suffix
 from pytest_agentbench.record.run_files import (
     TRAJECTORY_SCHEMA,
     action_json,
@@ -36,7 +38,7 @@ def save_episode(
     seconds: float,
 ) -> dict[str, Any]:
     """Write trajectory.json (always) and screenshots (per ``--bench-screenshots``); return the record."""
-    payload = base_payload(item.nodeid, item.stash[_task_key()], record.agent)
+    payload = base_payload(item.nodeid, item.stash[TASK_KEY], record.agent)
     verdict = record.verdict
     criteria = [criterion_json(c) for c in verdict.criteria] if verdict else []
     steps_json: list[dict[str, Any]] = [
@@ -68,8 +70,6 @@ def save_episode(
     folder = state.run_folder
     if folder is None:  # --collect-only never plays; defensive for direct fixture use
         return payload
-    from pytest_agentbench.plugin.trials import file_suffix
-
     task_dir, trajectory_file = folder.task_files(record.benchmark, record.task_id, file_suffix(item))
     pngs: list[tuple[str, Any]] = []
     mode = state.settings.screenshots
@@ -122,9 +122,3 @@ def save_episode(
     payload["screenshots"] = shots
     payload["criteria"] = list(criteria)  # its own list: a hook may change the record, not the trajectory
     return payload
-
-
-def _task_key() -> pytest.StashKey[dict[str, Any]]:
-    from pytest_agentbench.plugin.state import TASK_KEY
-
-    return TASK_KEY

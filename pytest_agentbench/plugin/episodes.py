@@ -15,7 +15,22 @@ if TYPE_CHECKING:
     from pytest_agentbench.manifest import Suite
     from pytest_agentbench.model import EpisodeRecord
 
-from pytest_agentbench.plugin.state import TASK_KEY
+# Imported here, not in the functions that use them: an import statement costs about 10,000
+# instructions even for a loaded module, and these run for every task and every item. Only
+# benchmark runs load this module, and they load all of these.
+from pytest_agentbench.plugin.integrations import described, resolve, source_of
+from pytest_agentbench.plugin.markers import claimed, mark
+from pytest_agentbench.plugin.outcomes import EpisodeFailed, raise_outcome
+from pytest_agentbench.plugin.state import (
+    OUTCOME_KEY,
+    RECORD_KEY,
+    STATE_KEY,
+    TASK_KEY,
+    config_state,
+    is_episode_item,
+    task_from_item,
+)
+from pytest_agentbench.plugin.trials import TRIAL_KEY, task_nodes
 
 
 def task_nodeid(suite: str, task: dict[str, Any]) -> str:
@@ -55,13 +70,9 @@ _SOURCES_KEY = pytest.StashKey[dict[str, "tuple[Any, int] | None"]]()
 
 
 def _benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
-    from pytest_agentbench.plugin.integrations import resolve, source_of
-
     if name in BUILTIN_BENCHMARKS:
         target = resolve(BUILTIN_BENCHMARKS[name])
     else:
-        from pytest_agentbench.plugin.state import STATE_KEY
-
         state = config.stash.get(STATE_KEY, None)
         entry = state.bench_registry.entries.get(name) if state is not None else None
         target = entry.factory if entry is not None else None
@@ -71,8 +82,6 @@ def _benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | Non
 def task_source(config: pytest.Config, task: dict[str, Any]) -> tuple[Any, int] | None:
     """The file a task came from, when its benchmark says (an optional ``task_source(task)``
     method; WAA's and OpenComputer's give the task's JSON file) and the file exists."""
-    from pytest_agentbench.plugin.state import STATE_KEY
-
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return None
@@ -99,8 +108,6 @@ def play_item(config: pytest.Config, agent: Agent, node: pytest.Item | None = No
     """Play ``node``'s episode (default: the item being set up, which the session notes) unless it
     has played in this setup, and fail the setup when its outcome is an error. ``BenchItem.setup``
     and the ``episode`` fixtures call it."""
-    from pytest_agentbench.plugin.state import OUTCOME_KEY, RECORD_KEY, config_state, is_episode_item, task_from_item
-
     state = config_state(config)
     node = node or state.item
     if node is None or not is_episode_item(node):
@@ -135,8 +142,6 @@ class BenchItem(pytest.Function):
 
         Made on each access and not kept: other plugins read every item's function (anyio's, at
         the end of collection), and a copy kept per item would be held for the whole run."""
-        from pytest_agentbench.plugin.integrations import described
-
         instruction = str(self.task.get("instruction") or "").strip()
         return described(run_task, instruction or f"Task {self.task['task_id']} of {self.task['benchmark']}")
 
@@ -151,17 +156,12 @@ class BenchItem(pytest.Function):
         play_item(self.config, cast("Agent", self.funcargs["agent"]), self)  # returns at once if played
 
     def runtest(self) -> None:
-        from pytest_agentbench.plugin.outcomes import raise_outcome
-        from pytest_agentbench.plugin.state import OUTCOME_KEY
-
         super().runtest()
         outcome = self.stash[OUTCOME_KEY]
         del self.stash[OUTCOME_KEY]  # read last here (a rerun plays again and sets it anew): not held to the end
         raise_outcome(outcome)
 
     def teardown(self) -> None:
-        from pytest_agentbench.plugin.state import RECORD_KEY
-
         super().teardown()
         release_fixture_finalizers(self)
         if RECORD_KEY in self.stash:  # a rerun plays again; the reports hold what is kept
@@ -215,15 +215,11 @@ class DomainGroup(pytest.Collector):
         self._fixtureinfo: Any = None
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        from pytest_agentbench.plugin.trials import task_nodes
-
         for task in self._tasks:
             yield task_nodes(self, task, self._make_item)
 
     def _make_item(self, parent: pytest.Collector, name: str, task: dict[str, Any], trial: int) -> pytest.Item:
         """One trial of ``task`` (``parent`` is this group, or the task's collector of trials)."""
-        from pytest_agentbench.plugin.trials import TRIAL_KEY
-
         # Every item of the group has the same function and sees the same fixtures (conftest and
         # plugin fixtures are scoped by directory), so the fixture closure is worked out for the
         # first and shared, as pytest shares it between the instances of a parametrized test.
@@ -234,8 +230,6 @@ class DomainGroup(pytest.Collector):
             item = BenchItem.from_parent(parent, name=name, callobj=run_task, fixtureinfo=self._fixtureinfo)
         item.stash[TASK_KEY] = task
         item.stash[TRIAL_KEY] = trial
-        from pytest_agentbench.plugin.markers import claimed, mark
-
         taken = claimed(self.config)
         mark(item, task["benchmark"], taken)
         if task.get("domain"):
@@ -244,13 +238,9 @@ class DomainGroup(pytest.Collector):
             item.extra_keyword_matches.add(tag)
         expected = (task.get("raw_config") or {}).get("expect_fail")
         if expected:
-            from pytest_agentbench.plugin.outcomes import EpisodeFailed
-
             item.add_marker(pytest.mark.xfail(reason=str(expected), strict=True, raises=EpisodeFailed))
         status = self._known.get(f"{task['benchmark']}::{task['task_id']}")
         if status is not None:
-            from pytest_agentbench.plugin.outcomes import EpisodeFailed
-
             item.add_marker(pytest.mark.xfail(
                 reason=f"did not pass in the baseline run ({status})", strict=False, raises=EpisodeFailed))
         return item

@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.episode import run_episode
+from pytest_agentbench.outcomes import default_outcome
 from pytest_agentbench.plugin import reporting
+from pytest_agentbench.plugin.artifacts import save_episode
 from pytest_agentbench.plugin.bridge import usage_errors
 from pytest_agentbench.plugin.episodes import BenchItem, suites_for
 from pytest_agentbench.plugin.state import (  # noqa: F401 - re-exported: conftests reach the run's state here
@@ -25,6 +28,8 @@ from pytest_agentbench.plugin.state import (  # noqa: F401 - re-exported: confte
     config_state,
     task_from_item,
 )
+from pytest_agentbench.plugin.task_timeout import episode_deadline, own_timeout
+from pytest_agentbench.plugin.trials import record_fields
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator
@@ -75,8 +80,6 @@ class AgentbenchPlugin:
         self._properties: dict[tuple[tuple[str, Any], type], tuple[str, Any]] = {}
         #: The item being set up, for the ``episode`` fixture (see ``pytest_runtest_setup``).
         self.item: pytest.Item | None = None
-        from pytest_agentbench.plugin.task_timeout import own_timeout
-
         #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
         self.task_timeout = own_timeout(config)
         from pytest_agentbench.plugin.rootdir_check import warn_spaced_path_options
@@ -260,17 +263,10 @@ class AgentbenchPlugin:
     # -- playing one item ----------------------------------------------------------------------
     def play(self, item: pytest.Item, task: Task, bench: Benchmark, agent: Agent) -> EpisodeRecord:
         """Run the episode, decide the outcome, write the task's files, attach the record."""
-        from pytest_agentbench.episode import run_episode
-        from pytest_agentbench.outcomes import default_outcome
-        from pytest_agentbench.plugin.artifacts import save_episode
-        from pytest_agentbench.plugin.task_timeout import episode_deadline
-
         agent_name = getattr(agent, "name", None) or self.settings.agent
         budget = self.budget
         if budget is not None and budget.run_exhausted():
             pytest.skip(budget.run_message())
-        from pytest_agentbench.plugin.trials import record_fields
-
         trial = record_fields(item, item.stash[TASK_KEY])
         agent.trial, agent.seed = trial["trial"], trial["seed"]
         started = time.perf_counter()
@@ -427,8 +423,6 @@ class AgentbenchPlugin:
         else:
             message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "setup failed"
         payload = base_payload(item.nodeid, task, self.settings.agent)
-        from pytest_agentbench.plugin.trials import record_fields
-
         payload.update(record_fields(item, task))
         if report.skipped:  # a skip or skipif marker: nothing ran, nothing failed
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else message
