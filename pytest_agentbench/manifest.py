@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.model import Task
 from pytest_agentbench.names import name_problem, shown
 from pytest_agentbench.shared_values import SharedValues
 from pytest_agentbench.text import one_line
@@ -105,6 +104,8 @@ class Selection(Protocol):
 def _check_task(benchmark: str, task: Any) -> None:
     """Every task a benchmark lists is a Task whose id and domain may become node names (also
     when a benchmark built it without validation)."""
+    from pytest_agentbench.model import Task  # here: a run of suite benchmarks never loads the models
+
     if not isinstance(task, Task):
         raise ConfigError(f"benchmark {benchmark!r} listed a {type(task).__name__}, not a Task; "
                                 "list_tasks must return pytest_agentbench.Task objects")

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.agent import Agent
-from pytest_agentbench.model import Action
 
 if TYPE_CHECKING:
-    from pytest_agentbench.model import Observation, Task
+    from pytest_agentbench.model import Action, Observation, Task
 
 
 def _find(tree: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
@@ -37,6 +36,8 @@ class MockAgent(Agent):
 
     def act(self, observation: Observation, task: Task,
             history: list[tuple[Observation, Action]] | None = None) -> Action:
+        from pytest_agentbench.model import Action
+
         if history:
             return Action(type="done")
         submit = _find(observation.accessibility_tree, "Submit")
@@ -52,6 +53,8 @@ class NoopAgent(Agent):
 
     def act(self, observation: Observation, task: Task,
             history: list[tuple[Observation, Action]] | None = None) -> Action:
+        from pytest_agentbench.model import Action
+
         return Action(type="done")
 
 
@@ -73,6 +76,8 @@ class ScriptedAgent(Agent):
 
     def act(self, observation: Observation, task: Task,
             history: list[tuple[Observation, Action]] | None = None) -> Action:
+        from pytest_agentbench.model import Action
+
         script = self.scripts.get(task.task_id, self.scripts.get("*"))
         if script is None:
             return Action(type="error", reason=f"the script has no entry for task {task.task_id!r} and no '*' entry")
@@ -91,6 +96,8 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
     """Read ``{"task_id": [action, ...], "*": [...]}`` from JSON. Raises ValueError naming the file,
     the line and the bad entry."""
     from pydantic import ValidationError
+
+    from pytest_agentbench.model import Action
 
     path = Path(path)
     try:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.episode import run_episode
 from pytest_agentbench.outcomes import default_outcome
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.artifacts import save_episode
@@ -263,6 +262,10 @@ class AgentbenchPlugin:
     # -- playing one item ----------------------------------------------------------------------
     def play(self, item: pytest.Item, task: Task, bench: Benchmark, agent: Agent) -> EpisodeRecord:
         """Run the episode, decide the outcome, write the task's files, attach the record."""
+        # Here, not at the top: it loads the models (pydantic), which a run of suite benchmarks
+        # (ExtraDup's) never needs.
+        from pytest_agentbench.episode import run_episode
+
         agent_name = getattr(agent, "name", None) or self.settings.agent
         budget = self.budget
         if budget is not None and budget.run_exhausted():
