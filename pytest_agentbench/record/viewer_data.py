@@ -105,11 +105,9 @@ def _json_array(values: list[Any], texts: Sequence[str | None] | None = None) ->
     yield "["
     for index, value in enumerate(values):
         text = texts[index] if texts is not None else None
-        if text is None or "NaN" in text or "Infinity" in text:
-            text = embed_json(value, sort_keys=True)
-        else:
-            text = escape_json_text(text)
-        yield ("," if index else "") + text
+        piece = (escape_json_text(text) if text is not None and _parses_in_js(text)
+                 else embed_json(value, sort_keys=True))
+        yield ("," if index else "") + piece
     yield "]"
 
 
@@ -221,9 +219,18 @@ def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any
         shown = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
         notes.append(f"results.jsonl: skipped {len(bad)} malformed record(s) (record {shown})")
     raw = b"[" + b",".join(kept) + b"]"
-    if b"NaN" in raw or b"Infinity" in raw:
+    if not _parses_in_js(raw):
         return records, None
     return records, escape_json_text(raw.decode("utf-8", "replace"))
+
+
+def _parses_in_js(text: str | bytes) -> bool:
+    """Whether JSON text Python wrote is sure to pass ``JSON.parse``: Python writes NaN and
+    Infinity as bare tokens, which it rejects. The word inside a string also says no (the caller
+    then encodes the value itself, which is right either way)."""
+    if isinstance(text, bytes):
+        return b"NaN" not in text and b"Infinity" not in text
+    return "NaN" not in text and "Infinity" not in text
 
 
 def _loads_or_none(line: bytes) -> Any:
