@@ -13,8 +13,10 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 import pytest
@@ -35,6 +37,71 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _sshd_config(root: Path, port: int) -> Path:
+    config = root / "sshd_config"
+    config.write_text(
+        "\n".join([
+            f"Port {port}",
+            "ListenAddress 127.0.0.1",
+            f"HostKey {root / 'host_ed25519'}",
+            f"AuthorizedKeysFile {root / 'authorized_keys'}",
+            f"PidFile {root / 'sshd.pid'}",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PermitRootLogin prohibit-password",
+            "AllowTcpForwarding yes",
+            "StrictModes no",
+            "UsePAM no",
+            "UseDNS no",
+            "X11Forwarding no",
+            "PermitTTY no",
+            "LogLevel ERROR",
+        ]) + "\n"
+    )
+    return config
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _start_sshd(root: Path, attempts: int = 5) -> tuple[subprocess.Popen[bytes], int, BinaryIO]:
+    """sshd on a free loopback port, answering with its banner. sshd binds the port itself, so the
+    port can be taken between choosing it and sshd binding it (another test's server, a client's
+    ephemeral port): then sshd exits saying so, and another port is tried."""
+    for _ in range(attempts):
+        port = _free_port()
+        config = _sshd_config(root, port)
+        log = (root / "sshd.log").open("wb")
+        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while True:
+            if proc.poll() is not None:
+                log.close()
+                text = (root / "sshd.log").read_text()
+                if "Address already in use" in text:
+                    break  # the port was taken: the next attempt chooses another
+                pytest.fail(f"sshd exited with {proc.returncode}: {text}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    if s.recv(4).startswith(b"SSH-"):
+                        return proc, port, log
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                _stop(proc)
+                log.close()
+                pytest.fail(f"sshd did not accept connections on port {port}: {(root / 'sshd.log').read_text()}")
+            time.sleep(0.05)
+    pytest.fail(f"sshd found no free port in {attempts} attempts: {(root / 'sshd.log').read_text()}")
 
 
 def _keygen(path: Path) -> str:
@@ -81,55 +148,14 @@ def sshd(paramiko_installed, tmp_path_factory: pytest.TempPathFactory):
     user_pub = _keygen(root / "user_ed25519")
     _keygen(root / "other_ed25519")
     (root / "authorized_keys").write_text(user_pub + "\n")
-    port = _free_port()
-    config = root / "sshd_config"
-    config.write_text(
-        "\n".join([
-            f"Port {port}",
-            "ListenAddress 127.0.0.1",
-            f"HostKey {root / 'host_ed25519'}",
-            f"AuthorizedKeysFile {root / 'authorized_keys'}",
-            f"PidFile {root / 'sshd.pid'}",
-            "PubkeyAuthentication yes",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password",
-            "AllowTcpForwarding yes",
-            "StrictModes no",
-            "UsePAM no",
-            "UseDNS no",
-            "X11Forwarding no",
-            "PermitTTY no",
-            "LogLevel ERROR",
-        ]) + "\n"
-    )
-    log = (root / "sshd.log").open("wb")
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    proc, port, log = _start_sshd(root)
     server = SSHD_(root, port, host_pub, root / "user_ed25519", root / "other_ed25519")
     server.known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub}\n")
     server.empty_known_hosts.write_text("")
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"sshd exited with {proc.returncode}: {(root / 'sshd.log').read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                    if s.recv(4).startswith(b"SSH-"):
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"sshd did not accept connections on port {port}: {(root / 'sshd.log').read_text()}")
-            time.sleep(0.05)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
         log.close()
 
 
@@ -207,6 +233,26 @@ def test_wrong_user_key_is_refused(sshd):
     assert "\n" not in message
     assert f"127.0.0.1:{sshd.port}" in message and "authentication refused" in message
     assert str(sshd.other_key) in message
+
+
+def test_sshd_taken_port_is_retried(sshd, tmp_path, monkeypatch):
+    """The fixture's sshd binds its port itself: when another process took the port first, sshd
+    exits saying so and the next attempt uses another port (the race of choosing a free port)."""
+    _keygen(tmp_path / "host_ed25519")
+    (tmp_path / "authorized_keys").write_text("")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1], _free_port()])
+        monkeypatch.setattr(sys.modules[__name__], "_free_port", lambda: next(ports))
+        proc, port, log = _start_sshd(tmp_path)
+        try:
+            assert port != taken.getsockname()[1]
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                assert conn.recv(4) == b"SSH-"
+        finally:
+            _stop(proc)
+            log.close()
 
 
 def test_closed_port_is_a_clear_error(sshd):

@@ -67,12 +67,6 @@ def interop_unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _tail(path: Path, limit: int = 3000) -> str:
     try:
         return path.read_text(errors="replace")[-limit:]
@@ -244,9 +238,10 @@ def _start_xvfb(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     return process, f":{number.decode().strip()}"
 
 
-def _spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _spawn(argv: list[str], env: dict[str, str], log: Path, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     with log.open("wb") as fh:
-        return subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                                pass_fds=pass_fds)
 
 
 def _wait_until(what: str, check: Callable[[], bool], timeout: float, detail: Callable[[], str],
@@ -305,12 +300,19 @@ def start_real_server(workdir: Path) -> RealWAAServer:
 
         _wait_until("openbox did not start", window_manager_up, START_TIMEOUT, lambda: _tail(workdir / "openbox.log"),
                     watch=parts[-1])
-        port = _free_port()
-        log = workdir / "requests.jsonl"
-        server_env = dict(env, WAA_LOG=str(log), WAA_PATCH_CLEAR_TASK_FILES="1", PYTHONUNBUFFERED="1")
-        output = workdir / "server.out"
-        server = _spawn([python, str(LAUNCHER), str(upstream / "vm" / "setup" / "server"), str(workdir / "server"),
-                         "--port", str(port)], server_env, output)
+        # The server inherits a socket listening already, so no other process (another worker's
+        # server, a client's ephemeral port) can take the port between choosing and binding it.
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(64)
+            port = int(listener.getsockname()[1])
+            log = workdir / "requests.jsonl"
+            server_env = dict(env, WAA_LOG=str(log), WAA_PATCH_CLEAR_TASK_FILES="1", PYTHONUNBUFFERED="1",
+                              WAA_LISTEN_FD=str(listener.fileno()))
+            output = workdir / "server.out"
+            server = _spawn([python, str(LAUNCHER), str(upstream / "vm" / "setup" / "server"),
+                             str(workdir / "server"), "--port", str(port)], server_env, output,
+                            pass_fds=(listener.fileno(),))
         parts.append(server)
         url = f"http://127.0.0.1:{port}"
 

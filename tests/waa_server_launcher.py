@@ -7,10 +7,13 @@ Only what cannot exist on Linux is stubbed, because those imports fail at module
 NotImplementedError), ``ctypes.WinDLL``/``ctypes.windll`` (``computer.py`` calls user32 at import) and
 ``pygetwindow`` (it raises on import on Linux; ``getAllWindows``/``getWindowsWithTitle`` return []).
 
-Harness-only changes, none of them protocol: Flask binds 127.0.0.1 without the reloader (upstream:
-0.0.0.0 with debug and reloader); a WSGI wrapper appends one JSON line per request to ``$WAA_LOG``;
-with ``WAA_PATCH_CLEAR_TASK_FILES=1`` the Linux branch of ``/setup/clear_task_files`` (always 500
-upstream) is replaced by the Windows branch's logic on ``$HOME/Downloads``.
+Harness-only changes, none of them protocol: Flask serves 127.0.0.1 without the reloader (upstream:
+0.0.0.0 with debug and reloader), on the listening socket ``$WAA_LISTEN_FD`` when the caller passes
+one (werkzeug's own way of serving an inherited socket, as its reloader does), so no other process
+can take the port between the caller choosing it and the server binding it; a WSGI wrapper appends
+one JSON line per request to ``$WAA_LOG``; with ``WAA_PATCH_CLEAR_TASK_FILES=1`` the Linux branch of
+``/setup/clear_task_files`` (always 500 upstream) is replaced by the Windows branch's logic on
+``$HOME/Downloads``.
 
 Why a work dir: ``main.py`` writes ``server.log`` into its current folder and ``screenshots/`` and
 ``recordings/`` next to ``__file__``. Run from the snapshot, every test worker would write into the
@@ -127,6 +130,9 @@ def patch_flask_run() -> None:
         self.wsgi_app = request_logger(self.wsgi_app, os.environ.get("WAA_LOG", "requests.jsonl"))  # type: ignore[method-assign]
         if os.environ.get("WAA_PATCH_CLEAR_TASK_FILES") == "1":
             self.view_functions["clear_task_files"] = clear_task_files
+        listen_fd = os.environ.get("WAA_LISTEN_FD")
+        if listen_fd:  # werkzeug's run_simple serves this fd instead of binding (and prints no banner)
+            os.environ["WERKZEUG_RUN_MAIN"], os.environ["WERKZEUG_SERVER_FD"] = "true", listen_fd
         original_run(self, host="127.0.0.1", port=port, debug=debug, use_reloader=False, **kwargs)
 
     flask.Flask.run = run  # type: ignore[method-assign]

@@ -58,6 +58,8 @@ class AgentbenchPlugin:
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.settings = settings
+        #: pytest-html is writing a report (``--html``): each report gets links to its task's files.
+        self._html_report = bool(config.pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None))
         self.manifest: Manifest | None = None
         self.known_failures: dict[str, str] = {}
         self.run_folder: RunFolder | None = None
@@ -400,7 +402,7 @@ class AgentbenchPlugin:
         else:
             del item.stash[PAYLOAD_KEY]  # the report carries it now; a rerun plays anew
         reporting.attach(report, PAYLOAD_ATTR, payload, item.nodeid)  # the skip points at the task
-        if self.config.pluginmanager.hasplugin("html"):
+        if self._html_report:
             from pytest_agentbench.plugin.html import extras_for
 
             extras = extras_for(self.config, self.run_folder, payload)

@@ -5,6 +5,7 @@ other."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -39,8 +40,6 @@ def config_state(config: pytest.Config) -> AgentbenchPlugin:
 def task_from_item(item: pytest.Item) -> Task:
     """The item's task, built without validation: the manifest's tasks were validated when it was
     resolved (``manifest.resolve``), and validating again per item costs more than the record."""
-    from pytest_agentbench.model import EpisodeRecord, Task  # noqa: F401 - EpisodeRecord names RECORD_KEY's type
-
     data = item.stash[TASK_KEY]
     fields = {**_TASK_DEFAULTS, **data}
     # Fresh containers, as validation would make them: a benchmark that edits its task must not
@@ -49,7 +48,16 @@ def task_from_item(item: pytest.Item) -> Task:
     fields["raw_config"] = dict(fields["raw_config"])
     if fields["evaluation_spec"] is not None:
         fields["evaluation_spec"] = dict(fields["evaluation_spec"])
-    return Task.model_construct(_fields_set=set(data), **fields)
+    return _task_class().model_construct(_fields_set=set(data), **fields)
+
+
+@functools.cache
+def _task_class() -> type[Task]:
+    """``model.Task``, imported on first use (this module loads in runs that never build a model)
+    and looked up once, not per item."""
+    from pytest_agentbench.model import Task
+
+    return Task
 
 
 #: Every Task field's default, so model_construct never calls a default factory (slow in pydantic).
