@@ -256,9 +256,12 @@ def test_sshd_taken_port_is_retried(sshd, tmp_path, monkeypatch):
 
 
 def test_closed_port_is_a_clear_error(sshd):
-    port = _free_port()
-    with pytest.raises(TunnelError, match=rf"cannot connect to SSH server 127\.0\.0\.1:{port}: connection refused"):
-        SSHTunnel("127.0.0.1", port, "nobody", insecure_accept_any_host_key=True, connect_timeout=2).start()
+    with socket.socket() as held:  # bound and not listening: refused, and no other process can take it
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        with pytest.raises(TunnelError,
+                           match=rf"cannot connect to SSH server 127\.0\.0\.1:{port}: connection refused"):
+            SSHTunnel("127.0.0.1", port, "nobody", insecure_accept_any_host_key=True, connect_timeout=2).start()
 
 
 def test_stop_closes_local_ports(sshd, waa):
