@@ -314,8 +314,8 @@ def help_table_module() -> str:
         lines.append(f"    {group}.addoption({opt.flag!r}, help={opt.help!r}, **{kwargs!r})")
         lines += [f"    {group}.addoption({old!r}, help=argparse.SUPPRESS, **{kwargs!r})" for old in opt.old]
         kind = options._ini_type(opt)
-        default = {"args": [], "bool": False}.get(kind, "")
-        lines.append(f"    parser.addini({opt.ini!r}, {'as ' + opt.flag!r}, type={kind!r}, default={default!r})")
+        lines.append(f"    parser.addini({opt.ini!r}, {'as ' + opt.flag!r}, type={kind!r}, "
+                     f"default={options._ini_default(kind)!r})")
     return "\n".join(lines) + "\n"
 
 

@@ -498,6 +498,11 @@ def _ini_type(opt: Option) -> str:
     return opt.ini_type or {"list": "args", "flag": "bool"}.get(opt.kind, "string")
 
 
+def _ini_default(kind: str) -> Any:
+    """The default an ini key of this type is registered with: empty, so an unset key reads as not given."""
+    return {"args": [], "bool": False}.get(kind, "")
+
+
 def add_options(parser: pytest.Parser, options: Iterable[Option] = OPTIONS) -> None:
     """``addoption`` and ``addini`` for ``options``. The old spellings are the same setting under
     another flag, hidden from ``--help``. What is registered already (a conftest that called this
@@ -516,8 +521,7 @@ def add_options(parser: pytest.Parser, options: Iterable[Option] = OPTIONS) -> N
                 group.addoption(old, help=argparse.SUPPRESS, **kwargs)
         if opt.ini not in inis:
             kind = _ini_type(opt)
-            default: Any = {"args": [], "bool": False}.get(kind, "")
-            parser.addini(opt.ini, f"as {opt.flag}", type=kind, default=default)  # type: ignore[arg-type]
+            parser.addini(opt.ini, f"as {opt.flag}", type=kind, default=_ini_default(kind))  # type: ignore[arg-type]
 
 
 def addoption(parser: pytest.Parser) -> None:
