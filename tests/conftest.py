@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import json
 import pkgutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,44 @@ NO_WAA_SETTLE = ("-o", "agentbench_waa_settle=0", "-o", "agentbench_waa_step_pau
                  "-o", "agentbench_waa_open_wait=0")
 
 
+#: The suite's own warning filters: every warning is an error, so a deprecation in a new pytest (or
+#: any dependency) fails CI the day it ships, as it fails a user's run under ``-W error``. Set here,
+#: not as ``filterwarnings`` in pyproject.toml, because inner pytester runs whose rootdir resolves
+#: to this checkout read its ini, and they must see warnings as a user's run does. Each ignore
+#: names a third-party warning that is not ours.
+WARNING_FILTERS = (
+    "error",
+    # pytest-benchmark, when installed (not a dependency), says at configure time that xdist disables it
+    "ignore:Benchmarks are automatically disabled because xdist plugin is active",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in WARNING_FILTERS:
+        config.addinivalue_line("filterwarnings", line)
+
+
+#: The warning filters of a fresh Python process (taken at import, before any test's own).
+PROCESS_FILTERS = list(warnings.filters)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester whose in-process runs start from a fresh process's warning filters, as a user's
+    run does: the suite's own ``error`` filter would otherwise reach into them (they run inside
+    the outer test's ``catch_warnings``) and make, say, an unknown marker in an inner run an
+    error that a real run only warns about."""
+    inline_run = pytester.inline_run
+
+    def isolated(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.filters[:] = PROCESS_FILTERS
+            return inline_run(*args, **kwargs)
+
+    monkeypatch.setattr(pytester, "inline_run", isolated)
+    return pytester
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """Run this suite on every core unless told otherwise: it waits on subprocesses, servers and
@@ -54,8 +93,15 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     an explicit ``-n``/``--dist`` wins. This is a conftest hook, not ``addopts`` in pyproject.toml,
     because inner runs whose rootdir resolves to this checkout read its addopts, and they must not
     start workers; only the outer session loads this conftest. Runs before xdist's own hook
-    (``tryfirst``, registered later), which turns ``auto`` into a count."""
+    (``tryfirst``, registered later), which turns ``auto`` into a count.
+
+    A benchmark or audit run started in the checkout (the README's main job, ``pytest --bench=mock``)
+    loads this conftest too, through ``testpaths``; it stays as a user's run is, in one process."""
     if not config.pluginmanager.has_plugin("xdist") or hasattr(config, "workerinput"):
+        return
+    from pytest_agentbench.plugin import options
+
+    if options.benchmarks_requested(config) or options.audit_requested(config):
         return
     if config.option.numprocesses is None:
         config.option.numprocesses = "auto"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from pytest_agentbench.agents import claude  # noqa: E402 - after the importorsk
 from pytest_agentbench.agents.claude import ClaudeAgent, ClaudeAPIError, declared_size, key_action  # noqa: E402 - after the importorskip: the SDK is imported first
 from pytest_agentbench.budget import Budget, BudgetSpent  # noqa: E402 - after the importorskip: the SDK is imported first
 from pytest_agentbench.errors import ConfigError  # noqa: E402 - after the importorskip: the SDK is imported first
+from pytest_agentbench.extras import install_hint  # noqa: E402 - after the importorskip: the SDK is imported first
 from pytest_agentbench.model import Action, Observation, Task  # noqa: E402 - after the importorskip: the SDK is imported first
 from pytest_agentbench.plugin.bridge import ConfigSettings  # noqa: E402 - after the importorskip: the SDK is imported first
 
@@ -399,7 +401,7 @@ def test_make_agent_needs_the_api_key(pytester, monkeypatch):
 
 def test_make_agent_needs_the_sdk(pytester, monkeypatch):
     monkeypatch.setitem(sys.modules, "anthropic", None)
-    with pytest.raises(ConfigError, match=r"pip install 'pytest-agentbench\[claude\]'"):
+    with pytest.raises(ConfigError, match=re.escape(install_hint("claude"))):
         claude.make_agent(_config(pytester))
 
 

@@ -10,7 +10,7 @@ tests skip with the reason, and fail instead under ``AGENTBENCH_REQUIRE_INTEROP=
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -49,14 +49,11 @@ def upstream() -> Path:
         _unavailable(f"bubblewrap cannot run here: {probe_bwrap()[1]}")
     from pytest_agentbench.benches.opencomputer.image import missing_packages
 
-    # Without DISPLAY, importing pyautogui raises (KeyError): it is installed all the same.
-    with contextlib.suppress(Exception):
-        try:
-            import pyautogui  # noqa: F401
-        except ImportError:
-            _unavailable("pyautogui is not installed (pip install 'pytest-agentbench[opencomputer]')")
+    # Found, not imported: importing pyautogui needs a display and leaves pipes open (pyscreeze).
+    if importlib.util.find_spec("pyautogui") is None:
+        _unavailable("pyautogui is not installed (pip install -e '.[opencomputer]' in the checkout)")
     if missing_packages():
-        _unavailable("this interpreter lacks the image's packages (pip install 'pytest-agentbench[opencomputer]')")
+        _unavailable("this interpreter lacks the image's packages (pip install -e '.[opencomputer]' in the checkout)")
     return Path(value)
 
 

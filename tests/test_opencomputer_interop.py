@@ -203,7 +203,7 @@ def test_the_image_python_answers_where_the_system_one_cannot(upstream: Path, tm
     from pytest_agentbench.benches.opencomputer.image import missing_packages
 
     if missing_packages():
-        _unavailable("this interpreter lacks the image's packages (pip install 'pytest-agentbench[opencomputer]')")
+        _unavailable("this interpreter lacks the image's packages (pip install -e '.[opencomputer]' in the checkout)")
     task = "gimp_brightness_contrast"
     _png(tmp_path / "end" / task / "Documents" / "bright_photo.png", (110, 110, 110))
     image = plugin_run(upstream, tmp_path / "end", tmp_path, [task], "--opencomputer-python", "current")[task]

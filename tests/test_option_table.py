@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -171,9 +172,8 @@ def _show(request):
 
 
 # -- old spellings ------------------------------------------------------------------------------------------
-def old_cases():
-    for old, opt in OLD_SPELLINGS.items():
-        yield pytest.param(old, opt, id=old)
+def old_cases() -> list[Any]:
+    return [pytest.param(old, opt, id=old) for old, opt in OLD_SPELLINGS.items()]
 
 
 @pytest.mark.parametrize(("old", "opt"), old_cases())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -108,7 +109,7 @@ def test_defaults_and_the_sdk_is_imported_lazily(monkeypatch):
     with pytest.raises(ProviderError) as excinfo:
         provider(image="ami-12345678").check()
     assert error_line(excinfo) == ("the AWS pool needs boto3, which is not installed: "
-                                   "pip install 'pytest-agentbench[aws]'")
+                                   f"pip install -e '{Path(__file__).resolve().parent.parent}[aws]'")
 
 
 def test_check_passes_for_a_real_region_size_and_image(aws_env, ami):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,7 @@ from pytest_agentbench.infra.providers.base import (
 )
 
 for _sdk in ("azure.identity", "azure.mgmt.compute", "azure.mgmt.network", "azure.mgmt.resource"):
-    pytest.importorskip(_sdk, reason="the Azure tests need pytest-agentbench[azure]")
+    pytest.importorskip(_sdk, reason="the Azure tests need the azure extra (pip install -e '.[azure]')")
 ClientAuthenticationError = pytest.importorskip("azure.core.exceptions").ClientAuthenticationError
 CredentialUnavailableError = pytest.importorskip("azure.identity").CredentialUnavailableError
 fake_arm = pytest.importorskip("fake_arm")  # tests/ is on sys.path (rootdir conftest, no __init__.py)
@@ -80,7 +81,7 @@ def last_put(fake: FakeARM, kind: str) -> dict:
 def test_class_attributes():
     assert (AzureProvider.name, AzureProvider.default_region, AzureProvider.default_size,
             AzureProvider.default_ssh_user) == ("azure", "eastus", "Standard_D8ds_v5", "azureuser")
-    assert AzureProvider.extra_hint == "pip install 'pytest-agentbench[azure]'"
+    assert AzureProvider.extra_hint == f"pip install -e '{Path(__file__).resolve().parent.parent}[azure]'"
     assert AzureProvider.shutdown_in_guest is False
 
 
@@ -101,7 +102,7 @@ def test_module_imports_without_the_sdk():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().endswith("pip install 'pytest-agentbench[azure]'"), out.stdout
+    assert out.stdout.strip().endswith(AzureProvider.extra_hint), out.stdout
     assert out.stdout.count("\n") == 1
 
 

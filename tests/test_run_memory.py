@@ -92,8 +92,9 @@ def per_item(agent):  # a function-scoped fixture asking for a session one, as a
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item):
     left = kept = 0
-    for defs in item.session._fixturemanager._arg2fixturedefs.values():
-        for fixturedef in defs:
+    manager = item.session._fixturemanager
+    for name in item.fixturenames:
+        for fixturedef in manager.getfixturedefs(name, item) or ():
             if fixturedef.scope != "function":
                 scopes = [getattr(getattr(fin.func, "__self__", None), "scope", None)
                           for fin in fixturedef._finalizers if isinstance(fin, functools.partial)]

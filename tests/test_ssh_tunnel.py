@@ -131,7 +131,7 @@ def paramiko_installed() -> None:
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        _missing("paramiko is not installed (pip install 'pytest-agentbench[ssh]')")
+        _missing("paramiko is not installed (pip install -e '.[ssh]' in the checkout)")
 
 
 @pytest.fixture(scope="module")

@@ -76,6 +76,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pytest_agentbench.agent import Agent, StepEstimate, Usage
 from pytest_agentbench.agents import prices
 from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
 from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.settings import settings_of
@@ -705,8 +706,7 @@ def make_agent(settings: Settings | None) -> ClaudeAgent:
     try:
         import anthropic  # noqa: F401
     except ImportError:
-        raise ConfigError("--bench-agent api-claude needs the anthropic package: "
-                                "pip install 'pytest-agentbench[claude]'") from None
+        raise ConfigError(f"--bench-agent api-claude needs the anthropic package: {install_hint('claude')}") from None
     model = (settings.get("agent_model") if settings is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model):
         raise ConfigError(f"--bench-agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")

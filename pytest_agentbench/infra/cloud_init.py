@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.extras import install_hint
+
 #: ``type base64 [comment]`` on one line: the shape of an OpenSSH public key.
 _PUBLIC_KEY = re.compile(r"(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) "
                          r"([A-Za-z0-9+/]+={0,3})( [^\x00-\x1f\x7f]*)?")
@@ -48,8 +50,7 @@ def new_ed25519(comment: str) -> KeyPair:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     except ImportError:
-        raise KeySetupError("cloud pools need paramiko (and cryptography): "
-                            "pip install 'pytest-agentbench[ssh]'") from None
+        raise KeySetupError(f"cloud pools need paramiko (and cryptography): {install_hint('ssh')}") from None
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption()).decode("ascii")

@@ -34,6 +34,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.extras import install_hint
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
@@ -53,7 +55,7 @@ def _import_paramiko() -> Any:
         import paramiko
     except ImportError:
         raise TunnelError(
-            "SSH tunnels need paramiko, which is not installed: pip install 'pytest-agentbench[ssh]'"
+            f"SSH tunnels need paramiko, which is not installed: {install_hint('ssh')}"
         ) from None
     return paramiko
 

@@ -119,7 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         attach(config)  # config.agentbench_settings: what library code reads the options through
         config.pluginmanager.register(ShortFixtureNames, "agentbench-fixture-names")
-        config.pluginmanager.register(RunFixtures(config), "agentbench-run-fixtures")
+        config.pluginmanager.register(run_fixtures(config), "agentbench-run-fixtures")
     if audit:
         _configure_audit(config)
     if not benchmarks:
@@ -157,9 +157,9 @@ def _warn_unused_bench_options(config: pytest.Config) -> None:
     than let ``pytest --pool aws`` look like it ran on a pool."""
     given = [opt.flag for opt in options.OPTIONS if opt.bench_only and options.given_on_command_line(config, opt.dest)]
     if given and not hasattr(config, "workerinput"):
-        config.issue_config_time_warning(pytest.PytestConfigWarning(
+        options.config_warning(config, pytest.PytestConfigWarning(
             f"{', '.join(given)} given without --bench: nothing uses it "
-            "(name a benchmark with --bench NAME)"), stacklevel=2)
+            "(name a benchmark with --bench NAME)"))
 
 
 def _warn_unused_mockmed_options(config: pytest.Config) -> None:
@@ -169,8 +169,8 @@ def _warn_unused_mockmed_options(config: pytest.Config) -> None:
     given = [opt.flag for opt in options.OPTIONS
              if opt.group == "agentbench-mockmed" and options.given_on_command_line(config, opt.dest)]
     if given:
-        config.issue_config_time_warning(pytest.PytestConfigWarning(
-            f"{', '.join(given)} given, but --bench has no mockmed: nothing uses it"), stacklevel=2)
+        options.config_warning(config, pytest.PytestConfigWarning(
+            f"{', '.join(given)} given, but --bench has no mockmed: nothing uses it"))
 
 
 def _configure_audit(config: pytest.Config) -> None:
@@ -401,7 +401,7 @@ agentbench_run_record = pytest.fixture(name="agentbench_run_record")(run_record)
 def episode(pytestconfig: pytest.Config, agent: Agent) -> EpisodeRecord:
     """The item's episode record: the episode plays here when a fixture of the item asks for it
     (an autouse fixture of a conftest that wants the record), else in ``BenchItem.setup`` after
-    the fixtures; either way once per run of the item (``RunFixtures`` has the one benchmark runs
+    the fixtures; either way once per run of the item (``run_fixtures`` has the one benchmark runs
     use).
 
     Infrastructure and evaluation errors fail here, so pytest reports them as errors (setup),
@@ -457,40 +457,47 @@ def _short_vm(agentbench_vm: dict[str, Any] | None) -> dict[str, Any] | None:
     return agentbench_vm
 
 
-class RunFixtures:
-    """The fixtures every benchmark item resolves, bound to the run's config, registered in runs
-    that ask for a benchmark or an audit; they take the place of the module's fixtures of the same
-    names (a conftest.py override still wins over both).
+def run_fixtures(config: pytest.Config) -> type:
+    """The fixtures every benchmark item resolves, bound to the run's config, as a class registered
+    as a plugin in runs that ask for a benchmark or an audit; they take the place of the module's
+    fixtures of the same names (a conftest.py override still wins over both).
 
     Why bound: a fixture that takes ``pytestconfig`` puts ``pytestconfig`` and ``request`` in
     every item's fixture closure, and pytest resolves each name of the closure per item, building
     a new fixture definition (with ``inspect.signature``) for each ``request``. Bound to the
     config, an item's closure is ``episode``, ``agent`` and ``agentbench_agent``: the fixtures it
-    uses, and nothing for the plumbing."""
+    uses, and nothing for the plumbing.
 
-    def __init__(self, config: pytest.Config) -> None:
-        self._config = config
+    Why a class of closures made per config, not methods of an instance: pytest 9.2 deprecates
+    session-scoped fixtures that are instance methods (``PytestRemovedIn10Warning``, an error
+    under ``-W error``). Functions stored in a class that is itself the plugin are looked up
+    unbound, as the module's fixtures are, and each pytest run in one process (``pytester``) gets
+    a class of its own."""
 
-    @pytest.fixture(scope="session", name="agentbench_agent")
-    def agentbench_agent(self) -> Agent:
+    def agentbench_agent() -> Agent:
         """The ``--bench-agent`` agent; one instance per process (see the module's fixture)."""
         from pytest_agentbench.plugin.state import config_state
 
-        return config_state(self._config).agent()
+        return config_state(config).agent()
 
-    @pytest.fixture(name="agentbench_episode")
-    def agentbench_episode(self, agent: Agent) -> EpisodeRecord:
+    def agentbench_episode(agent: Agent) -> EpisodeRecord:
         """Plays the item's episode during setup and returns its record (see ``episode``)."""
         from pytest_agentbench.plugin.episodes import play_item
 
-        return play_item(self._config, agent)
+        return play_item(config, agent)
 
-    @pytest.fixture(name="episode")
-    def episode(self, agent: Agent) -> EpisodeRecord:
+    def episode(agent: Agent) -> EpisodeRecord:
         """Plays the item's episode during setup and returns its record (see ``episode``)."""
         from pytest_agentbench.plugin.episodes import play_item
 
-        return play_item(self._config, agent)
+        return play_item(config, agent)
+
+    return type("RunFixtures", (), {
+        "__doc__": run_fixtures.__doc__,
+        "agentbench_agent": pytest.fixture(scope="session", name="agentbench_agent")(agentbench_agent),
+        "agentbench_episode": pytest.fixture(name="agentbench_episode")(agentbench_episode),
+        "episode": pytest.fixture(name="episode")(episode),
+    })
 
 
 class ShortFixtureNames:

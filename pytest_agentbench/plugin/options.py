@@ -65,6 +65,21 @@ class AgentbenchDeprecationWarning(DeprecationWarning):
     for one release."""
 
 
+def config_warning(config: pytest.Config, warning: Warning) -> None:
+    """Issue a configuration-time warning through pytest (so ``-W`` and ``filterwarnings`` apply).
+
+    Why not ``config.issue_config_time_warning`` alone: when the run's filters make the warning
+    an error (``-W error``, ``filterwarnings = error``), pytest raises it out of
+    ``pytest_configure`` as an INTERNALERROR traceback. Here it is a usage error: one line with
+    the warning's own message."""
+    try:
+        config.issue_config_time_warning(warning, stacklevel=3)
+    except Warning as exc:
+        if exc is not warning:
+            raise
+        raise pytest.UsageError(f"{exc} ({type(exc).__name__}, an error under the run's warning filters)") from None
+
+
 # -- parsers: text -> value, raising ValueError with one line naming the option -----------------
 Parse = Callable[[str], Any]
 
@@ -325,7 +340,7 @@ OPTIONS: tuple[Option, ...] = (
            "folder) whose evaluator code scores the tasks (default: found from --waa-examples).", _W, metavar="DIR",
            path=True),
     Option("--waa-python", "waa_python", "the Python that runs upstream's evaluator code (default: this one; it "
-           "needs pytest-agentbench[waa] or upstream's client requirements).", _W, metavar="PY"),
+           "needs the waa extra or upstream's client requirements).", _W, metavar="PY"),
     Option("--waa-evaluate-url", "waa_evaluate_url", "score with your own evaluate server instead of upstream's "
            "code (the reference tool's scoring; see the user guide for how it differs).", _W,
            parse=checked("url", "--waa-evaluate-url"), metavar="URL"),
@@ -654,9 +669,8 @@ def warn_old_spellings(config: pytest.Config) -> None:
         return
     for old in old_spellings_used(config):
         new = OLD_SPELLINGS[old].flag
-        config.issue_config_time_warning(AgentbenchDeprecationWarning(
-            f"{old} is now spelled {new}; {old} still works in this release and will be removed in the next"),
-            stacklevel=2)
+        config_warning(config, AgentbenchDeprecationWarning(
+            f"{old} is now spelled {new}; {old} still works in this release and will be removed in the next"))
 
 
 def only_answers(config: pytest.Config) -> bool:

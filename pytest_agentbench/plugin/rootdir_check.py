@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.plugin.options import config_warning
+
 _CHECKED = pytest.StashKey[bool]()
 
 
@@ -72,6 +74,6 @@ def warn_spaced_path_options(config: pytest.Config) -> None:
     shown = ", ".join(f"{flag} {value}" for flag, value in culprits)
     fixed = " ".join(f"{flag}={value}" for flag, value in culprits)
     ini = f" and ini file {config.inipath}" if config.inipath is not None else ""
-    config.issue_config_time_warning(pytest.PytestConfigWarning(
+    config_warning(config, pytest.PytestConfigWarning(
         f"pytest chose rootdir {config.rootpath}{ini} from {shown}: it reads an option's value given after a space "
-        f"as a test path before plugins load. Write {fixed}"), stacklevel=2)
+        f"as a test path before plugins load. Write {fixed}"))

@@ -7,12 +7,13 @@ Why: verifiers answer differently without them. OpenComputer's image runs comman
 python-docx, python-pptx, pyautogui, pyperclip and python-xlib (the gimp verifier answers
 "Pillow not installed" without them).
 
-The packages come from an interpreter on the host that has them (``pip install
-'pytest-agentbench[opencomputer]'`` puts them in the current one), bound read-only into the
+The packages come from an interpreter on the host that has them (the ``opencomputer``
+extra puts them in the current one), bound read-only into the
 sandbox at its own path and made the sandbox's ``python3``: commands run under ``bash -l``, whose
 ``/etc/profile`` resets ``PATH``, so the sandbox gets a read-only ``/usr/local/bin`` of its own
-that holds the host's ``/usr/local/bin`` entries (as links) plus ``python3`` and ``python`` links to
-that interpreter. :func:`choose_python` picks it; ``system`` keeps the host's ``/usr/bin/python3``.
+that holds the host's ``/usr/local/bin`` entries (as links) plus ``python3`` and ``python`` scripts
+that ``exec`` that interpreter by its own path (a link would start a virtualenv's interpreter
+without its packages). :func:`choose_python` picks it; ``system`` keeps the host's ``/usr/bin/python3``.
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ import functools
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pytest_agentbench.extras import install_hint
 
 #: The image's user id (``useradd -m user`` in OpenComputer's Dockerfile).
 UID = 1000
@@ -91,7 +95,7 @@ _FARMS: list[str] = []
 @functools.lru_cache(maxsize=8)
 def _bin_farm(python: str) -> str:
     """A folder (removed at exit) holding links to the host's ``/usr/local/bin`` entries and
-    ``python3``/``python`` links to ``python``, bound read-only over the sandbox's ``/usr/local/bin``."""
+    ``python3``/``python`` scripts that start ``python``, bound read-only over the sandbox's ``/usr/local/bin``."""
     folder = tempfile.mkdtemp(prefix="agentbench-image-bin-")
     _FARMS.append(folder)
     local = Path(LOCAL_BIN)
@@ -99,8 +103,14 @@ def _bin_farm(python: str) -> str:
         for entry in local.iterdir():
             if entry.name not in ("python3", "python"):
                 os.symlink(f"{HIDDEN_LOCAL_BIN}/{entry.name}", Path(folder, entry.name))
+    # A script, not a link: a virtualenv's interpreter finds its pyvenv.cfg next to the path it was
+    # started by, so through a link in another folder it runs as the base interpreter and sees
+    # none of the venv's packages. ``exec`` keeps one process (signals and exit codes unchanged).
+    script = f"#!/bin/sh\nexec {shlex.quote(python)} \"$@\"\n"
     for name in ("python3", "python"):
-        os.symlink(python, Path(folder, name))
+        target = Path(folder, name)
+        target.write_text(script, encoding="utf-8")
+        target.chmod(0o755)
     os.chmod(folder, 0o755)
     return folder
 
@@ -131,7 +141,7 @@ def choose_python(choice: str) -> ImagePython:
             return _bound(sys.executable)
         if choice == "current":
             raise ImageError(f"--opencomputer-python current: {sys.executable} lacks {', '.join(missing)}; "
-                             "install them with pip install 'pytest-agentbench[opencomputer]'")
+                             f"install them with {install_hint('opencomputer')}")
         return ImagePython(SYSTEM_PYTHON, (), missing_packages(SYSTEM_PYTHON))
     path = Path(choice).expanduser()
     if not (path.is_file() and os.access(path, os.X_OK)):
@@ -140,5 +150,5 @@ def choose_python(choice: str) -> ImagePython:
     missing = missing_packages(str(path))
     if missing:
         raise ImageError(f"--opencomputer-python {choice} lacks {', '.join(missing)}; install them into it with "
-                         f"{choice} -m pip install 'pytest-agentbench[opencomputer]'")
+                         f"{install_hint('opencomputer', pip=f'{choice} -m pip')}")
     return _bound(str(path.absolute()))

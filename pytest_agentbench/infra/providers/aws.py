@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_agentbench.extras import install_hint
 from pytest_agentbench.infra.providers.base import (
     CREATED_TAG,
     NAME_TAG,
@@ -157,7 +158,7 @@ class AWSProvider(Provider):
     default_region: ClassVar[str] = "us-east-1"
     default_size: ClassVar[str] = "m8i.2xlarge"
     default_ssh_user: ClassVar[str] = "ubuntu"
-    extra_hint: ClassVar[str] = "pip install 'pytest-agentbench[aws]'"
+    extra_hint: ClassVar[str] = install_hint("aws")
     #: the pool puts ``shutdown -h +MIN`` into the user data; instances terminate on shutdown
     shutdown_in_guest: ClassVar[bool] = True
 

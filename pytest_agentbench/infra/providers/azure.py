@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
+from pytest_agentbench.extras import install_hint
 from pytest_agentbench.infra.providers.base import (
     CREATED_TAG,
     NAME_TAG,
@@ -185,7 +186,7 @@ class AzureProvider(Provider):
     default_region: ClassVar[str] = "eastus"
     default_size: ClassVar[str] = "Standard_D8ds_v5"
     default_ssh_user: ClassVar[str] = "azureuser"
-    extra_hint: ClassVar[str] = "pip install 'pytest-agentbench[azure]'"
+    extra_hint: ClassVar[str] = install_hint("azure")
     #: an in-guest shutdown does not stop Azure billing; the DevTestLab schedule deallocates instead
     shutdown_in_guest: ClassVar[bool] = False
 

@@ -109,7 +109,7 @@ class Provider(ABC):
     default_region: ClassVar[str]
     default_size: ClassVar[str]
     default_ssh_user: ClassVar[str]
-    #: the install hint when the SDK is missing, e.g. "pip install 'pytest-agentbench[aws]'"
+    #: the install hint when the SDK is missing, from ``extras.install_hint``
     extra_hint: ClassVar[str]
 
     def __init__(self, config: ProviderConfig) -> None:

@@ -35,12 +35,17 @@ class ReferenceEvaluator:
         self.desktop = desktop
         #: Gold files by URL, served offline (``cloud_file`` getters look here first).
         self.cloud_files = cloud_files
-        self._cache = tempfile.TemporaryDirectory(prefix="fake-waa-cache-")
+        #: where fetched files are put for the metrics: made on first use, removed by :meth:`close`
+        self._cache: tempfile.TemporaryDirectory[str] | None = None
 
     def close(self) -> None:
-        self._cache.cleanup()
+        if self._cache is not None:
+            self._cache.cleanup()
+            self._cache = None
 
     def _cached(self, dest: str, data: bytes) -> str:
+        if self._cache is None:
+            self._cache = tempfile.TemporaryDirectory(prefix="fake-waa-cache-")
         path = Path(self._cache.name) / Path(dest).name
         path.write_bytes(data)
         return str(path)

@@ -76,6 +76,8 @@ class FakeWAAServer(SimulatedDesktop):
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if self.evaluator is not None:
+            self.evaluator.close()  # its file cache; made again if the server is started again
 
     def __enter__(self) -> Self:
         self.start()
@@ -83,5 +85,3 @@ class FakeWAAServer(SimulatedDesktop):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-        if self.evaluator is not None:
-            self.evaluator.close()

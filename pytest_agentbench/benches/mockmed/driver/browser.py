@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benches.mockmed.driver.protocol import APP_NAME, VIEWPORT
+from pytest_agentbench.extras import install_hint
 from pytest_agentbench.model import Action, Observation
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ def browser_problem(executable_path: str = CHROMIUM) -> str | None:
     import importlib.util
 
     if importlib.util.find_spec("playwright") is None:
-        return "--mockmed-driver browser needs the playwright package: pip install 'pytest-agentbench[browser]'"
+        return f"--mockmed-driver browser needs the playwright package: {install_hint('browser')}"
     if not Path(executable_path).exists():
         return (f"--mockmed-driver browser needs Chromium at {executable_path} (apt-get install chromium); "
                 "it never downloads a browser")
@@ -187,8 +188,7 @@ class PlaywrightDriver:
         try:
             from playwright.sync_api import sync_playwright
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise RuntimeError("PlaywrightDriver needs the playwright package: pip install "
-                               "'pytest-agentbench[browser]'") from exc
+            raise RuntimeError(f"PlaywrightDriver needs the playwright package: {install_hint('browser')}") from exc
         if not Path(executable_path).exists():
             raise RuntimeError(f"PlaywrightDriver needs Chromium at {executable_path} (apt-get install chromium); "
                                "it never downloads a browser")
