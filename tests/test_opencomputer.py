@@ -10,6 +10,7 @@ both recorded end states, so the criteria here are compared check by check with 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from pathlib import Path
@@ -605,7 +606,7 @@ def test_sandboxes_run_as_the_images_user_with_its_python_also_under_a_login_she
     if probe_bwrap()[0] is None:
         pytest.skip("needs bubblewrap (the image's user and python3 are bubblewrap binds)")
     if missing_packages():
-        pytest.skip("this interpreter lacks the image's packages (pip install 'pytest-agentbench[opencomputer]')")
+        pytest.skip("this interpreter lacks the image's packages (pip install -e '.[opencomputer]' in the checkout)")
     bench = OpenComputerBenchmark(TASKS, isolation=choose_isolation("bwrap"), python="current")
     box = bench._new_sandbox()
     try:
@@ -626,6 +627,43 @@ def test_sandboxes_run_as_the_images_user_with_its_python_also_under_a_login_she
         bench.close()
 
 
+def test_a_virtualenvs_interpreter_is_the_sandboxs_python3_with_the_venvs_packages(tmp_path):
+    """``--opencomputer-python`` naming a venv's interpreter: the sandbox's ``python3`` runs in that
+    venv (its own packages importable), also under a login shell, not as the base interpreter."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
+    from pytest_agentbench.benches.opencomputer.image import missing_packages
+    from pytest_agentbench.infra.sandbox import choose_isolation
+
+    if probe_bwrap()[0] is None:
+        pytest.skip("needs bubblewrap (the image's python3 is a bubblewrap bind)")
+    if missing_packages():
+        pytest.skip("this interpreter lacks the image's packages (pip install -e '.[opencomputer]' in the checkout)")
+    venv = tmp_path / "oc-venv"
+    # --system-site-packages: the image's packages come from this interpreter; the marker module
+    # lives in the venv's own site-packages, which only an interpreter running in the venv sees
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True,
+                   timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    assert purelib != sysconfig.get_path("purelib")
+    Path(purelib, "agentbench_venv_marker.py").write_text("WHERE = 'venv'\n")
+    bench = OpenComputerBenchmark(TASKS, isolation=choose_isolation("bwrap"), python=str(python))
+    box = bench._new_sandbox()
+    try:
+        probe = "import sys, PIL, agentbench_venv_marker as m; print(m.WHERE, sys.prefix)"
+        for argv in (["python3", "-c", probe], ["bash", "-lc", f"python3 -c '{probe}'"]):
+            done = box.run(argv, timeout=60)
+            assert done.ok, done.stderr
+            assert done.stdout.split() == ["venv", str(venv)]
+    finally:
+        bench.close()
+
+
 def test_an_end_state_cannot_make_the_verifier_copy_write_outside(run, pytester: pytest.Pytester):
     outside = pytester.path / "outside"
     outside.mkdir()
@@ -633,3 +671,23 @@ def test_an_end_state_cannot_make_the_verifier_copy_write_outside(run, pytester:
     (pytester.path / "end" / "notes_verifiers_link" / "verifiers").symlink_to(outside)
     run(*notes(pytester.path)).assert_outcomes(passed=1)  # graded by the real verifier, copied in again
     assert list(outside.iterdir()) == []
+
+
+def test_a_symlink_in_a_task_folder_never_copies_a_host_file_in(run, pytester: pytest.Pytester):
+    """A tasks folder that is not a checkout (the built-in setup copies its env files): an env file
+    that is a link to a host file is an error naming it, and the host file's content reaches
+    neither the sandbox nor the run's records."""
+    secret = pytester.path / "host-secret.txt"
+    secret.write_text("HOST-SECRET-CONTENT\n")
+    os.chmod(secret, 0o600)
+    notes_task(pytester.path, "notes_link", [
+        {"command": f"lines {TODO}", "eval": "False", "description": "the env file's lines"}],
+        files={"todo.txt": (TODO, "placeholder\n")})
+    env_file = pytester.path / "tasks" / "notes_link" / "env" / "todo.txt"
+    env_file.unlink()
+    env_file.symlink_to(secret)
+    result = run(*notes(pytester.path))
+    result.assert_outcomes(errors=1)
+    assert "must be a regular file in the task folder, not a symlink" in result.stdout.str()
+    folder = only_run_folder(pytester.path)
+    assert all("HOST-SECRET-CONTENT" not in p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())

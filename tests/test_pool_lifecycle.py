@@ -52,6 +52,24 @@ if os.environ.get("LIFECYCLE_FAIL_SECOND_CREATE"):
 
     AWSProvider.create_vm = create_vm
 
+if os.environ.get("LIFECYCLE_SLOW_CREATE"):
+    # Creation requests take a while: the run is stopped, and stopped again, while they are in flight.
+    from pytest_agentbench.infra.providers.aws import AWSProvider
+
+    _create_slowly = AWSProvider.create_vm
+
+    def create_vm(self, spec):
+        marks = Path(os.environ["LIFECYCLE_MARKS"])
+        marks.mkdir(exist_ok=True)
+        (marks / f"creating-{spec.name}").write_text("x")
+        for _ in range(200):
+            if (marks / "signalled").exists():
+                break
+            time.sleep(0.05)
+        return _create_slowly(self, spec)
+
+    AWSProvider.create_vm = create_vm
+
 if os.environ.get("LIFECYCLE_SLOW_BOOT"):
     # VMs take long to boot: the run is stopped while every VM is still being waited for.
     import boto3
@@ -180,6 +198,11 @@ def all_instances() -> list[dict]:
 def run_groups() -> list[dict]:
     found = ec2().describe_security_groups(Filters=[{"Name": "tag-key", "Values": ["agentbench-run"]}])
     return found["SecurityGroups"]
+
+
+def live_volumes() -> list[dict]:
+    found = ec2().describe_volumes(Filters=[{"Name": "tag-key", "Values": ["agentbench-run"]}])
+    return [v for v in found["Volumes"] if v["State"] not in ("deleting", "deleted")]
 
 
 @pytest.fixture
@@ -368,6 +391,31 @@ def test_more_signals_during_deletion_do_not_stop_it(pytester, project, monkeypa
     assert "Traceback" not in out, out
     assert f"got signal {int(signals[1])} while deleting the VMs" in out
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+
+
+@pytest.mark.parametrize("signals", [(signal.SIGINT, signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGTERM)],
+                         ids=["ctrl-c-twice-then-sigterm", "sigterm-twice"])
+def test_more_signals_while_vms_are_being_created_still_delete_them(pytester, project, monkeypatch, signals):
+    """The run is stopped while its creation requests are in flight, then stopped again while the
+    deletion waits for them: the VMs they make are deleted all the same."""
+    monkeypatch.setenv("LIFECYCLE_SLOW_CREATE", "1")
+    marks = pytester.path / "marks"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *project, "-n", "2", *QUIET], cwd=pytester.path,
+                            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(marks.glob("creating-*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert len(list(marks.glob("creating-*"))) == 2, "the creations never started"
+    os.killpg(proc.pid, signals[0])
+    time.sleep(0.5)
+    for sig in signals[1:]:
+        os.kill(proc.pid, sig)
+        time.sleep(0.2)
+    (marks / "signalled").write_text("x")
+    out, _ = proc.communicate(timeout=90)
+    assert live_instances() == [] and run_groups() == [] and live_volumes() == [], out
+    assert "Traceback" not in out, out
 
 
 def test_ctrl_c_deletes_the_pool(pytester, project):

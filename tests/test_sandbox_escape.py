@@ -298,8 +298,8 @@ def test_the_systems_libraries_certificates_and_python_still_work(box: Sandbox):
 
 
 # -- limits ------------------------------------------------------------------------------------------------------
-#: The process limit counts every process of the sandbox's uid on the host, all sandboxes together:
-#: the fork bombs run as a uid of their own so they cannot starve the tests running beside them.
+#: The uid the fork bombs see. When pytest is root every sandbox runs as a host uid of its own (so
+#: its process limit is its own); when it is not, all sandboxes share pytest's uid.
 BOMB_UID = 1999
 
 
@@ -320,6 +320,7 @@ def test_a_fork_bomb_hits_the_process_limit(bomb_box: Sandbox):
     done = box.run(["bash", "-c", "for i in $(seq 1000); do sleep 5 & done; echo all-started"], timeout=60)
     assert "all-started" not in done.stdout
     assert "fork: retry: Resource temporarily unavailable" in done.stderr
+    assert "the sandbox's process limit, 256 processes and threads, was reached" in done.summary()
     counted = box.run(["python3", "-c", FORKS], timeout=60)
     assert counted.ok, counted.stderr
     forked = int(counted.stdout.split()[1])
@@ -440,3 +441,248 @@ def test_checks_reading_host_secrets_put_none_of_them_in_results_jsonl(run, pyte
     for first in firsts:
         assert first not in text and json.dumps(first)[1:-1] not in text
     assert "PRIVATE KEY" not in text
+
+
+# -- tar snapshots extracted member by member -------------------------------------------------------------
+def _path_max_chain_tar(tar_path: Path, outside: Outside, victim: Path) -> None:
+    """A tar built like CPython's regression tests for CVE-2025-4517/-4330: a chain of symlinks
+    through names long enough that resolving it passes PATH_MAX (where ``os.path.realpath``, and
+    with it ``tarfile``'s ``data`` filter before 3.11.13/3.12.11/3.13.4, stops checking), a link
+    out of the chain to the host folder, a file written through it, a hard link to a host file that
+    is then written (overwriting the host file) and a mode change through it."""
+    long_dir = "d" * 247
+    steps = "abcdefghijklmnop"
+    with tarfile.open(tar_path, "w") as tar:
+        def add(name: str, kind: bytes, linkname: str = "", data: bytes | None = None, mode: int = 0o644) -> None:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mode = kind, linkname, mode
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+        path = ""
+        for step in steps:
+            add(os.path.join(path, long_dir), tarfile.DIRTYPE, mode=0o755)
+            add(os.path.join(path, step), tarfile.SYMTYPE, long_dir)
+            path = os.path.join(path, long_dir)
+        chain = os.path.join(*steps, "l" * 254)
+        add(chain, tarfile.SYMTYPE, "../" * len(steps))
+        up = "../" * (len(outside.folder.parts) + 2)
+        add("escape", tarfile.SYMTYPE, os.path.join(chain, up.rstrip("/") + str(outside.folder)))
+        add("escape/created.txt", tarfile.REGTYPE, data=b"written through the chain\n")
+        add("victim_link", tarfile.LNKTYPE, os.path.join("escape", "..", up.rstrip("/") + str(victim)))
+        add("victim_link", tarfile.REGTYPE, data=b"overwritten through a hard link\n", mode=0o644)
+
+
+def test_a_tar_built_like_the_path_max_cve_writes_nothing_outside(box: Sandbox, outside: Outside, tmp_path: Path):
+    from pytest_agentbench.benches.opencomputer.environment import EndStateError, lay_end_state
+
+    victim = tmp_path / "root-only.txt"
+    victim.write_text("root only\n")
+    os.chmod(victim, 0o600)
+    before = victim.stat()
+    tar_path = tmp_path / "cve.tar"
+    _path_max_chain_tar(tar_path, outside, victim)
+    with pytest.raises(EndStateError) as excinfo:
+        lay_end_state(box, tar_path)
+    assert "escape" in str(excinfo.value) or "victim_link" in str(excinfo.value)
+    outside.assert_untouched()
+    after = victim.stat()
+    assert victim.read_text() == "root only\n"
+    assert (after.st_mode, after.st_uid, after.st_gid, after.st_nlink) == (
+        before.st_mode, before.st_uid, before.st_gid, before.st_nlink)
+
+
+def _tar(tar_path: Path, members: list[tuple[str, bytes, str, bytes | None, int]]) -> Path:
+    with tarfile.open(tar_path, "w") as tar:
+        for name, kind, linkname, data, mode in members:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mode = kind, linkname, mode
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return tar_path
+
+
+@pytest.mark.parametrize(("members", "says"), [
+    ([("h", tarfile.LNKTYPE, "/etc/passwd", None, 0o644)], "a hard link to '/etc/passwd'"),
+    ([("up", tarfile.SYMTYPE, "../../etc", None, 0o777)], "a symlink to '../../etc', which leaves /home/user"),
+    ([("abs", tarfile.SYMTYPE, "/etc/shadow", None, 0o777)], "which leaves /home/user"),
+    ([("../evil", tarfile.REGTYPE, "", b"x", 0o644)], "is not a path inside /home/user"),
+    ([("dev", tarfile.CHRTYPE, "", None, 0o666)], "a device node"),
+])
+def test_a_tar_member_that_would_reach_the_host_is_refused_by_name(box: Sandbox, tmp_path: Path, members, says):
+    from pytest_agentbench.benches.opencomputer.environment import EndStateError, lay_end_state
+
+    with pytest.raises(EndStateError) as excinfo:
+        lay_end_state(box, _tar(tmp_path / "bad.tar", members))
+    assert says in str(excinfo.value)
+
+
+def test_a_tar_keeps_modes_links_inside_the_home_hard_links_as_copies_and_fifos(box: Sandbox, tmp_path: Path):
+    from pytest_agentbench.benches.opencomputer.environment import lay_end_state
+
+    tar_path = _tar(tmp_path / "snap.tar", [
+        ("home/user/Documents", tarfile.DIRTYPE, "", None, 0o600),
+        ("home/user/Documents/secret.txt", tarfile.REGTYPE, "", b"s\n", 0o400),
+        ("home/user/locked.txt", tarfile.REGTYPE, "", b"l\n", 0o000),
+        ("home/user/wo.txt", tarfile.REGTYPE, "", b"w\n", 0o200),
+        ("home/user/copy.txt", tarfile.LNKTYPE, "home/user/wo.txt", None, 0o200),
+        ("home/user/docs", tarfile.SYMTYPE, "Documents", None, 0o777),
+        ("home/user/abs", tarfile.SYMTYPE, "/home/user/Documents", None, 0o777),
+        ("home/user/pipe", tarfile.FIFOTYPE, "", None, 0o640),
+    ])
+    lay_end_state(box, tar_path)
+    done = box.run(["sh", "-c", ("stat -c '%a %F %u %n' Documents locked.txt wo.txt copy.txt pipe; readlink docs abs; "
+                    "cat Documents/secret.txt")], timeout=30)
+    assert done.stdout.splitlines()[:7] == [
+        "600 directory 1000 Documents", "0 regular file 1000 locked.txt", "200 regular file 1000 wo.txt",
+        "200 regular file 1000 copy.txt", "640 fifo 1000 pipe", "Documents", "/home/user/Documents"]
+    assert "Permission denied" in done.stderr  # Documents is 600: not searchable, as in OpenComputer's image
+    assert os.stat(box.home / "copy.txt").st_nlink == 1
+
+
+# -- binds a running sandboxed process races ----------------------------------------------------------------
+def test_a_bind_target_swapped_for_a_link_by_a_running_process_creates_nothing_outside(box: Sandbox,
+                                                                                      outside: Outside,
+                                                                                      tmp_path: Path):
+    """A process still running in the sandbox keeps turning the X socket's folder (and a bind
+    target's folder under the home) into links out of the sandbox while commands with those binds
+    start: bubblewrap, which makes missing bind targets itself, creates nothing through them."""
+    socket_like = tmp_path / "X0"
+    socket_like.write_text("")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "f.txt").write_text("bound\n")
+    folder = outside.folder
+    racer(box, f"rm -rf /tmp/.X11-unix /home/user/cfg; ln -sfn {folder} /tmp/.X11-unix; "
+               f"ln -sfn {folder} /home/user/cfg; ln -sfn ../../..{folder} /tmp/rel 2>/dev/null")
+    binds = [(str(socket_like), "/tmp/.X11-unix/X0"), (str(data), "/home/user/cfg/data")]
+    seen = set()
+    for _ in range(30):
+        done = box.run(["sh", "-c", "cat /home/user/cfg/data/f.txt; test -e /tmp/.X11-unix/X0 && echo socket"],
+                       timeout=30, ro_binds=binds)
+        seen.add(done.stdout)
+    outside.assert_untouched()
+    assert "bound\nsocket\n" in seen  # the binds themselves still work
+
+
+def test_a_file_bound_directly_into_the_home_is_refused(box: Sandbox, tmp_path: Path):
+    from pytest_agentbench.infra.sandbox import SandboxError
+
+    source = tmp_path / "f"
+    source.write_text("x")
+    with pytest.raises(SandboxError, match="must lie in a folder of its own"):
+        box.run(["true"], timeout=30, ro_binds=[(str(source), "/home/user/f")])
+
+
+# -- the sandbox's user is nobody's account -----------------------------------------------------------------
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sandboxes run as a host uid of their own only under root")
+
+
+@needs_root
+def test_each_sandbox_runs_as_a_host_uid_of_its_own_that_no_account_holds(bwrap: Isolation, tmp_path: Path):
+    import pwd
+
+    with Sandbox(tmp_path / "a", bwrap) as a, Sandbox(tmp_path / "b", bwrap) as b:
+        assert a.host_uid != b.host_uid and min(a.host_uid, b.host_uid) >= 1 << 30
+        for box in (a, b):
+            with pytest.raises(KeyError):
+                pwd.getpwuid(box.host_uid)
+            assert os.stat(box.home).st_uid == box.host_uid
+            assert box.run(["id", "-u"], timeout=30).stdout.strip() == "1000"  # the image's user, inside
+
+
+@needs_root
+def test_a_host_account_with_the_sandboxs_inside_uid_cannot_reach_into_a_running_sandbox(box: Sandbox):
+    box.write("/home/user/notes.txt", "the agent's work\n")
+    box.spawn(["sleep", "60"])
+    time.sleep(0.5)
+    pids = [p for p in os.listdir("/proc") if p.isdigit() and _uid_of(p) == box.host_uid]
+    assert pids, "the sandboxed process runs as the sandbox's host uid"
+    attack = f"echo rewritten > /proc/{pids[0]}/root/home/user/notes.txt; cat /proc/{pids[0]}/root/home/user/notes.txt"
+    done = subprocess.run(["setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups", "sh", "-c", attack],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert "Permission denied" in done.stderr
+    assert box.read("/home/user/notes.txt", 100) == b"the agent's work\n"
+
+
+def _uid_of(pid: str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+@needs_root
+def test_one_sandboxs_processes_do_not_count_against_anothers_limit(bwrap: Isolation, tmp_path: Path):
+    from pytest_agentbench.infra.sandbox import Limits
+
+    limits = Limits(max_procs=64)
+    with Sandbox(tmp_path / "a", bwrap, limits=limits) as a, Sandbox(tmp_path / "b", bwrap, limits=limits) as b:
+        a.spawn(["sh", "-c", "for i in $(seq 50); do sleep 30 & done; wait"])
+        time.sleep(1.0)
+        done = b.run(["sh", "-c", "for i in $(seq 40); do sleep 1 & done; wait; echo all-forked"], timeout=60)
+        assert "all-forked" in done.stdout, done.stderr
+
+
+def test_a_tree_thousands_of_folders_deep_is_removed_with_its_sandbox(bwrap: Isolation, tmp_path: Path):
+    box = Sandbox(tmp_path / "deep", bwrap)
+    made = box.run(["python3", "-c", ("import os\nfor _ in range(1500): os.mkdir('d'); os.chdir('d')\n"
+                    "open('f', 'w').write('x')\nos.chmod('.', 0)")], timeout=60)
+    assert made.ok, made.stderr
+    box.close()
+    assert not (tmp_path / "deep").exists()
+
+
+@pytest.mark.parametrize("form", ["overlay", "snapshot", "tar"])
+def test_every_end_state_form_keeps_modes_and_lays_fifos_and_sockets(box: Sandbox, tmp_path: Path, form: str):
+    """One rule for folders and tars: folder and file modes as the end state has them (a 600
+    ``Documents`` is not searchable, as in OpenComputer's image), FIFOs and sockets made again."""
+    import socket as socketlib
+
+    from pytest_agentbench.benches.opencomputer.environment import lay_end_state
+
+    state = tmp_path / "state"
+    (state / "Documents").mkdir(parents=True)
+    (state / "Documents" / "a.txt").write_text("a\n")
+    (state / "ro.txt").write_text("r\n")
+    os.chmod(state / "ro.txt", 0o400)
+    os.mkfifo(state / "pipe", 0o640)
+    with socketlib.socket(socketlib.AF_UNIX) as sock:
+        sock.bind(str(state / "sock"))
+    os.chmod(state / "Documents", 0o600)
+    if form == "snapshot":
+        (state / ".snapshot").write_text("")
+    end_state: Path = state
+    if form == "tar":
+        end_state = tmp_path / "state.tar"
+        with tarfile.open(end_state, "w") as tar:
+            for child in sorted(state.iterdir()):
+                if not child.name.startswith(".") and child.name != "sock":  # tar holds no sockets
+                    tar.add(child, arcname=child.name)
+    lay_end_state(box, end_state)
+    done = box.run(["sh", "-c", "stat -c '%a %F %n' Documents ro.txt pipe sock 2>&1; cat Documents/a.txt"], timeout=30)
+    lines = done.stdout.splitlines()
+    assert lines[:3] == ["600 directory Documents", "400 regular file ro.txt", "640 fifo pipe"], done.stdout
+    if form != "tar":
+        assert lines[3].endswith("socket sock")
+    assert "Permission denied" in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+@pytest.mark.parametrize("form", ["overlay", "tar"])
+def test_a_device_node_in_an_end_state_is_refused_in_every_form(box: Sandbox, tmp_path: Path, form: str):
+    from pytest_agentbench.benches.opencomputer.environment import EndStateError, lay_end_state
+
+    state = tmp_path / "state"
+    state.mkdir()
+    os.mknod(state / "mem", 0o666 | 0o020000, os.makedev(1, 1))
+    end_state: Path = state
+    if form == "tar":
+        end_state = tmp_path / "state.tar"
+        with tarfile.open(end_state, "w") as tar:
+            tar.add(state / "mem", arcname="mem")
+    with pytest.raises(EndStateError, match="a device node"):
+        lay_end_state(box, end_state)
+    assert not os.path.lexists(box.home / "mem")

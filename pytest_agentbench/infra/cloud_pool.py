@@ -222,7 +222,15 @@ class CloudPool:
 
     def destroy(self) -> list[str]:
         """Delete everything this run created (see the module docstring). Idempotent: after a
-        confirmed deletion it returns at once; after an interrupted one it starts over."""
+        confirmed deletion it returns at once; after an interrupted one it starts over.
+
+        SIGINT and SIGTERM are held from the first line: a second Ctrl-C (or a CI runner's
+        SIGTERM after its SIGINT) that lands while creations still in flight are awaited would
+        otherwise abort the deletion and leave those VMs running."""
+        with held_signals(self._signalled):
+            return self._destroy()
+
+    def _destroy(self) -> list[str]:
         with self._created:
             if self.destroyed:
                 return self.failures
@@ -240,8 +248,7 @@ class CloudPool:
             return []
         confirmed = False
         try:
-            with held_signals(self._signalled):
-                failures = self._delete_until_confirmed()
+            failures = self._delete_until_confirmed()
             confirmed = not failures
             self.failures = failures
             for line in failures:

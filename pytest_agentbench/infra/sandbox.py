@@ -39,6 +39,7 @@ from writing elsewhere or using the network. The caller warns about it once per 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import shutil
@@ -46,6 +47,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -126,6 +128,8 @@ class RunResult:
     seconds: float = 0.0
     #: the output limit in MB when the command was killed for printing more (0: it was not)
     output_over: int = 0
+    #: the process limit the command ran under (0: none), named when a fork failed against it
+    max_procs: int = 0
 
     @property
     def ok(self) -> bool:
@@ -146,7 +150,11 @@ class RunResult:
             return f"printed output over {self.output_over} MB and was killed"
         how = f"timed out after {self.seconds:.1f} s and was killed" if self.timed_out else f"exited {self.returncode}"
         tail = [line for line in self.stderr.strip().splitlines() if line.strip()]
-        return how + (f": {tail[-1].strip()[:200]}" if tail else "")
+        said = how + (f": {tail[-1].strip()[:200]}" if tail else "")
+        if self.max_procs and "Resource temporarily unavailable" in self.stderr:  # EAGAIN from fork
+            said += (f" (a fork failed: the sandbox's process limit, {self.max_procs} processes and threads, was "
+                     "reached; raise it with --sandbox-max-procs)")
+        return said
 
 
 @dataclass(frozen=True)
@@ -171,9 +179,10 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-def _system_binds() -> list[str]:
+def _system_binds(uid: int = SANDBOX_UID) -> list[str]:
     """bwrap arguments for the read-only system folders (symlinks stay symlinks, as on merged-/usr
-    systems where ``/bin`` is ``usr/bin``) and the minimal ``/etc``."""
+    systems where ``/bin`` is ``usr/bin``) and the minimal ``/etc``, whose ``passwd`` names ``uid``
+    ``user``."""
     args: list[str] = []
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
@@ -181,16 +190,15 @@ def _system_binds() -> list[str]:
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     args += ["--perms", "0755", "--dir", "/etc"]
-    for source, target in etc_binds():
+    for source, target in (*etc_binds(), *_account_binds(uid)):
         args += ["--ro-bind", source, target]
     return args
 
 
 @functools.lru_cache(maxsize=1)
 def etc_binds() -> tuple[tuple[str, str], ...]:
-    """``(host path, sandbox path)`` of the sandbox's ``/etc``: :data:`ETC_ENTRIES` that exist, and
-    a ``passwd`` and ``group`` written for it (in a folder removed at exit)."""
-    import atexit
+    """``(host path, sandbox path)`` of the host's ``/etc`` entries the sandbox sees: those of
+    :data:`ETC_ENTRIES` that exist and can be read."""
     import glob
 
     binds: list[tuple[str, str]] = []
@@ -198,13 +206,22 @@ def etc_binds() -> tuple[tuple[str, str], ...]:
         for path in sorted(glob.glob(os.path.join("/etc", pattern))):
             if os.path.exists(path) and os.access(path, os.R_OK):
                 binds.append((path, path))
+    return tuple(binds)
+
+
+@functools.lru_cache(maxsize=64)
+def _account_binds(uid: int) -> tuple[tuple[str, str], ...]:
+    """The sandbox's ``/etc/passwd`` and ``/etc/group``, naming ``uid`` ``user`` (written once per
+    uid, in a folder removed at exit; a process uses at most 64 uids, see :func:`host_uid`)."""
+    import atexit
+
     folder = tempfile.mkdtemp(prefix="agentbench-etc-")
     atexit.register(shutil.rmtree, folder, True)
     os.chmod(folder, 0o755)
-    uid = SANDBOX_UID
     files = {"passwd": f"root:x:0:0:root:/root:/bin/bash\nuser:x:{uid}:{uid}:user:{HOME}:/bin/bash\n"
                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
              "group": f"root:x:0:\nuser:x:{uid}:\nnogroup:x:65534:\n"}
+    binds: list[tuple[str, str]] = []
     for name, text in files.items():
         path = os.path.join(folder, name)
         with open(path, "w", encoding="utf-8") as handle:
@@ -215,13 +232,34 @@ def etc_binds() -> tuple[tuple[str, str], ...]:
 
 
 def _privileged() -> bool:
-    """True when this process is root: bubblewrap then runs without a user namespace (inside uid
-    1000 would be host root there) and ``setpriv`` drops to host uid 1000."""
+    """True when this process is root: bubblewrap then runs without a user namespace and each
+    sandbox's commands run as a host uid of its own (:func:`host_uid`), dropped to by ``setpriv``."""
     return os.geteuid() == 0
 
 
+#: The first host uid given to sandboxes when pytest runs as root: far above any account (Debian
+#: gives users 1000-59999 and systemd's dynamic users 61184-65519) and below the 32-bit limit.
+HOST_UID_BASE = 1 << 30
+#: Sandboxes one process may hold at once with distinct uids (a process makes them one after another).
+_UIDS_PER_PROCESS = 64
+_uid_counter = itertools.count()
+
+
+def host_uid() -> int:
+    """A host uid no other live sandbox has and no account owns: made from this process's id
+    (unique among live processes) and a counter, so sandboxes of concurrent xdist workers and
+    of other pytest sessions on the machine never share one.
+
+    Why a uid of its own: with the sandbox's user a real host account (uid 1000), any host
+    process of that account could reach into a running sandbox (``/proc/<pid>/root``), and
+    ``RLIMIT_NPROC``, which counts every process of a uid, counted all of that account's
+    processes against each sandbox's limit."""
+    pid_slot = os.getpid() % ((1 << 31) // _UIDS_PER_PROCESS - (HOST_UID_BASE // _UIDS_PER_PROCESS))
+    return HOST_UID_BASE + pid_slot * _UIDS_PER_PROCESS + next(_uid_counter) % _UIDS_PER_PROCESS
+
+
 def drop_argv(uid: int) -> list[str]:
-    """The ``setpriv`` prefix that drops a root bubblewrap's command to ``uid`` for good."""
+    """The ``setpriv`` prefix that drops root to host ``uid`` for good before bubblewrap starts."""
     setpriv = shutil.which("setpriv", path=SANDBOX_PATH)
     if setpriv is None:
         raise SandboxError("running sandboxes as root needs setpriv (Debian package util-linux) to drop to "
@@ -230,37 +268,90 @@ def drop_argv(uid: int) -> list[str]:
             "--bounding-set=-all", "--no-new-privs", "--"]
 
 
+def _bind_mounts(ro_binds: Sequence[tuple[str, str]]) -> list[str]:
+    """bwrap arguments for read-only binds, such that bubblewrap never creates a bind's target in a
+    folder the sandbox can write.
+
+    Why: bubblewrap makes a missing target itself (``creat``, ``mkdir -p``), following symlinks.
+    Under ``/home/user`` or ``/tmp`` a process still running in the sandbox can swap the target,
+    or a folder on its way, for a link out of the sandbox between any preparation and bwrap's
+    start. So a target there lies in a fresh tmpfs mounted on its first folder (``/tmp/.X11-unix``
+    for ``/tmp/.X11-unix/X0``): that tmpfs exists only in this command's mount namespace, where no
+    other process can plant anything, and mounting it creates nothing through a link (``mkdir``
+    never follows one; a mount through a link lands in this namespace alone). A folder bound
+    directly as a first-level folder needs no tmpfs (its ``mkdir`` is safe the same way); a file
+    there is refused. Targets elsewhere are made by bubblewrap in its own fresh root."""
+    args: list[str] = []
+    made: set[str] = set()
+    for source, target in ro_binds:
+        pure = PurePosixPath(target)
+        inside = next((PurePosixPath(r) for r in (HOME, TMP) if PurePosixPath(r) in pure.parents), None)
+        if inside is not None:
+            first = str(inside / pure.relative_to(inside).parts[0])
+            if str(pure) == first:
+                if not os.path.isdir(source):
+                    raise SandboxError(f"read-only bind {target}: a file bound into {inside} must lie in a folder "
+                                       f"of its own there (e.g. {first}/{pure.name})")
+            else:
+                if first not in made:
+                    made.add(first)
+                    args += ["--perms", "0755", "--tmpfs", first]
+                for parent in reversed(pure.parents):  # inside the fresh tmpfs; bwrap would make them 0700
+                    folder = str(parent)
+                    if folder.startswith(first + "/") and folder not in made:
+                        made.add(folder)
+                        args += ["--perms", "0755", "--dir", folder]
+        else:
+            for parent in reversed(pure.parents):  # bwrap would make them 0700
+                folder = str(parent)
+                if folder not in made and folder not in ("/", "/home"):
+                    made.add(folder)
+                    args += ["--perms", "0755", "--dir", folder]
+        args += ["--ro-bind", source, target]
+    return args
+
+
+def map_argv(uid: int) -> list[str]:
+    """The ``unshare`` prefix that shows the host uid a command was dropped to as ``uid``, in a
+    user namespace of the command's own (its files on the host, owned by that uid, show as ``uid``)."""
+    unshare = shutil.which("unshare", path=SANDBOX_PATH)
+    if unshare is None:
+        raise SandboxError("running sandboxes as root needs unshare (Debian package util-linux)")
+    return [unshare, "--user", f"--map-user={uid}", f"--map-group={uid}", "--"]
+
+
 def bwrap_argv(bwrap: str, home: str | Path, tmp: str | Path, *, env: Mapping[str, str],
-               ro_binds: Sequence[tuple[str, str]] = (), cwd: str = HOME, uid: int = SANDBOX_UID) -> list[str]:
+               ro_binds: Sequence[tuple[str, str]] = (), cwd: str = HOME, uid: int = SANDBOX_UID,
+               host: int | None = None) -> list[str]:
     """The bubblewrap command line that runs a command in the sandbox (the command follows it).
 
-    ``uid``: the user (and group) id commands run as, inside and on the host (never 0)."""
+    ``uid``: the user (and group) id commands see as their own (never 0). When pytest is not root,
+    bubblewrap runs in a user namespace that shows pytest's uid as ``uid``. When pytest is root,
+    bubblewrap needs no user namespace: ``setpriv`` drops the command to the host uid ``host`` (a
+    uid of the sandbox's own, :func:`host_uid`, never an account's) and ``unshare`` shows it as
+    ``uid`` in a user namespace of its own."""
     if uid == 0:
         raise SandboxError("sandboxed commands do not run as root")
     privileged = _privileged()
     if privileged:  # no user namespace: the uid inside is the host's
+        if not host:
+            raise SandboxError("a sandbox started by root needs a host uid of its own (host_uid())")
         namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     else:
         namespaces = ["--unshare-all", "--uid", str(uid), "--gid", str(uid)]
     args = [bwrap, *namespaces, "--die-with-parent", "--new-session"]
     if not privileged:
         args += ["--cap-drop", "ALL"]  # as root, setpriv drops them (it needs them to change uid)
-    args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--dir", "/home",
+    args += [*_system_binds(uid), "--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--dir", "/home",
              "--bind", str(home), HOME, "--bind", str(tmp), TMP]
-    made: set[str] = set()
-    for source, target in ro_binds:
-        for parent in reversed(PurePosixPath(target).parents):  # bwrap would make them 0700 as root
-            folder = str(parent)
-            if folder not in made and folder not in ("/", HOME, TMP) and not folder.startswith((HOME + "/", TMP + "/")):
-                made.add(folder)
-                args += ["--perms", "0755", "--dir", folder]
-        args += ["--ro-bind", source, target]
+    args += _bind_mounts(ro_binds)
     args += ["--chdir", cwd, "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
     args.append("--")
     if privileged:
-        args += drop_argv(uid)
+        assert host is not None
+        args += [*drop_argv(host), *map_argv(uid)]
     return args
 
 
@@ -277,15 +368,17 @@ def probe_bwrap(executable: str = "bwrap") -> tuple[str | None, str]:
         home, tmp = Path(folder, "home"), Path(folder, "tmp")
         home.mkdir()
         tmp.mkdir()
+        host = None
         if _privileged():
-            os.chown(home, SANDBOX_UID, SANDBOX_UID)
+            host = host_uid()
+            for part in (home, tmp):
+                os.chown(part, host, host)
         try:
-            prefix = bwrap_argv(path, home, tmp, env={"PATH": SANDBOX_PATH})
+            prefix = bwrap_argv(path, home, tmp, env={"PATH": SANDBOX_PATH}, host=host)
+            argv = [*prefix, "sh", "-c", "echo ok > probe"]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
         except SandboxError as exc:
             return None, str(exc)
-        argv = [*prefix, "sh", "-c", "echo ok > probe"]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, f"bubblewrap ({path}) cannot run here: {exc}"
         if done.returncode != 0 or not (home / "probe").is_file():
@@ -331,13 +424,17 @@ class Sandbox:
         if self.uid == 0:
             raise SandboxError("sandboxed commands do not run as root")
         self.limits = limits or DEFAULT_LIMITS
-        #: the owner of what the host writes into the sandbox: its user when pytest is root and the
-        #: uid is really dropped, so commands can change the files they were given
+        #: the host uid commands run as when pytest is root (:func:`host_uid`, one per sandbox, shown
+        #: to them as ``uid``); the owner of what the host writes into the sandbox then, so commands
+        #: can change the files they were given. None when pytest is not root (commands run as
+        #: pytest's own uid, which a user namespace shows as ``uid``).
+        self.host_uid: int | None = None
         self.owner: tuple[int, int] | None = None
         if self.isolated and _privileged():
-            self.owner = (self.uid, self.uid)
+            self.host_uid = host_uid()
+            self.owner = (self.host_uid, self.host_uid)
             for folder in (self.home, self.tmp):
-                os.chown(folder, self.uid, self.uid)
+                os.chown(folder, self.host_uid, self.host_uid)
         self._background: list[subprocess.Popen[bytes]] = []
         self.closed = False
 
@@ -379,13 +476,15 @@ class Sandbox:
             raise ValueError(f"sandbox path {sandbox_path!r} is a folder of the sandbox, not a file")
         return host, rel
 
-    def place(self, source: str | Path, sandbox_path: str) -> Path:
+    def place(self, source: str | Path, sandbox_path: str, *, within: str | Path | None = None) -> Path:
         """Copy the host file ``source`` to ``sandbox_path`` (parents made, mode kept), replacing
-        whatever is there without following a symlink on the way."""
+        whatever is there without following a symlink on the way. ``within``: the folder
+        ``source`` lies in when its contents are not the caller's (a task folder): ``source`` is
+        then read without following a symlink below it, and must be a regular file (``OSError``)."""
         from pytest_agentbench.infra import safefs
 
         host, rel = self._file_target(sandbox_path)
-        safefs.copy_in(source, host, rel, owner=self.owner)
+        safefs.copy_in(source, host, rel, owner=self.owner, within=within)
         return self.path(sandbox_path)
 
     def mkdir(self, sandbox_path: str, mode: int = 0o755) -> Path:
@@ -469,29 +568,14 @@ class Sandbox:
         are extra read-only binds for this command only (bubblewrap only)."""
         if self.isolated:
             assert self.isolation.bwrap is not None
-            for source, target in [*self.ro_binds, *ro_binds]:
-                self._bind_target(source, target)
             prefix = bwrap_argv(self.isolation.bwrap, self.home, self.tmp, env=self._inside_env(),
-                                ro_binds=[*self.ro_binds, *ro_binds], cwd=cwd, uid=self.uid)
+                                ro_binds=[*self.ro_binds, *ro_binds], cwd=cwd, uid=self.uid, host=self.host_uid)
             return [*self._limits_prefix(), *prefix, *argv], {}, None
         return [*self._limits_prefix(), *(self._to_host(a) for a in argv)], self._host_env(), self._to_host(cwd)
 
-    def _bind_target(self, source: str, target: str) -> None:
-        """Make a bind's target under ``/home/user`` or ``/tmp`` here, as a fresh folder or empty
-        file owned by the sandbox's user: bubblewrap would otherwise make it itself (as root,
-        following a symlink code in the sandbox planted there, and unreadable to the user)."""
-        try:
-            self._split(target)
-        except ValueError:
-            return  # outside the sandbox's folders: bubblewrap makes it in its own root
-        if os.path.isdir(source):
-            self.mkdir(target)
-        else:
-            self.write(target, b"")
-
     def _limits_prefix(self) -> list[str]:
         """The ``prlimit`` prefix that puts :attr:`limits` on a command."""
-        return limit_argv(self.limits, self.uid if self.owner is not None else os.getuid())
+        return limit_argv(self.limits, self.host_uid if self.host_uid is not None else os.getuid())
 
     def run(self, argv: Sequence[str], *, timeout: float, input: str | bytes | None = None,
             cwd: str = HOME, ro_binds: Sequence[tuple[str, str]] = ()) -> RunResult:
@@ -504,9 +588,9 @@ class Sandbox:
         for what the command does; ``OSError`` when it cannot be started at all."""
         if self.closed:
             raise SandboxError(f"sandbox {self.root} is closed")
-        full, env, workdir = self.command(argv, cwd=cwd, ro_binds=ro_binds)
         data = input.encode("utf-8") if isinstance(input, str) else input
         started = time.perf_counter()
+        full, env, workdir = self.command(argv, cwd=cwd, ro_binds=ro_binds)
         proc = subprocess.Popen(full, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=workdir,
                                 start_new_session=True)
@@ -518,7 +602,7 @@ class Sandbox:
             stdout, stderr = self._from_host(stdout), self._from_host(stderr)
         killed = why is not None
         return RunResult(tuple(argv), None if killed else proc.returncode, stdout, stderr, why == "timeout", seconds,
-                         output_over=self.limits.output_mb if why == "output" else 0)
+                         output_over=self.limits.output_mb if why == "output" else 0, max_procs=self.limits.max_procs)
 
     def spawn(self, argv: Sequence[str], *, cwd: str = HOME) -> subprocess.Popen[bytes]:
         """Start ``argv`` in the background (a desktop app); it is killed by :meth:`close`."""
@@ -539,7 +623,12 @@ class Sandbox:
                 proc.wait()
                 _wait_gone(inits)
         self._background.clear()
-        shutil.rmtree(self.root, ignore_errors=True)
+        from pytest_agentbench.infra import safefs
+
+        try:  # by descriptor and without recursion: code in the sandbox may leave any tree behind
+            safefs.remove_tree(self.root)
+        except OSError as exc:
+            warnings.warn(SandboxWarning(f"sandbox {self.root} could not be removed: {exc}"), stacklevel=2)
 
     def __enter__(self) -> Self:
         return self
@@ -577,7 +666,7 @@ def limit_values(limits: Limits, uid: int) -> list[tuple[str, int]]:
     if limits.memory_mb > 0:
         wanted.append(("--as", resource.RLIMIT_AS, limits.memory_mb << 20))
     if limits.max_procs > 0:
-        base = 0 if uid == SANDBOX_UID and _privileged() else _count_processes(uid)
+        base = 0 if uid >= HOST_UID_BASE else _count_processes(uid)  # a sandbox's own uid runs nothing else
         wanted.append(("--nproc", resource.RLIMIT_NPROC, base + limits.max_procs))
     values = []
     for option, which, value in wanted:

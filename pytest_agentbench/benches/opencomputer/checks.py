@@ -79,7 +79,9 @@ def install_verifier(sandbox: Sandbox, script: Path, app: str) -> str:
     """Copy the verifier to ``/home/user/verifiers/<app>.py`` (again before every grading, so an end
     state cannot bring its own); return that sandbox path."""
     target = f"{VERIFIER_DIR}/{app}.py"
-    sandbox.place(script, target)  # replaces a planted symlink or folder on the way, never follows one
+    # replaces a planted symlink or folder on the way, never follows one; the script itself is read
+    # without following a link inside its app folder (a link there must not bring a host file in)
+    sandbox.place(script, target, within=script.parent)
     sandbox.localize(target)
     return target
 

@@ -18,7 +18,6 @@ infrastructure error naming the file (the reference continues without it), and a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -40,19 +39,17 @@ def prepare(sandbox: Sandbox, task_dir: Path, task: dict[str, Any]) -> None:
     missing: list[dict[str, Any]] = []
     for entry in files:
         source = env_dir / entry["filename"]
-        if source.is_file():
-            sandbox.place(source, entry["sandbox_path"])
-        else:
-            parent = str(PurePosixPath(entry["sandbox_path"]).parent)
-            sandbox.mkdir(parent)
-            missing.append(entry)
+        if _place(sandbox, source, entry["sandbox_path"], task_dir, task_id):
+            continue
+        parent = str(PurePosixPath(entry["sandbox_path"]).parent)
+        sandbox.mkdir(parent)
+        missing.append(entry)
     if missing:
         create = env_dir / "create_env.py"
         first = env_dir / missing[0]["filename"]
-        if not create.is_file():
+        if not _place(sandbox, create, "/tmp/create_env.py", task_dir, task_id):
             raise InfrastructureError(
                 f"task {task_id}: env file {first} does not exist and there is no env/create_env.py to make it")
-        sandbox.place(create, "/tmp/create_env.py")
         sandbox.localize("/tmp/create_env.py")
         done = sandbox.run(["python3", "/tmp/create_env.py"], timeout=CREATE_ENV_TIMEOUT)
         if not done.ok:
@@ -70,6 +67,19 @@ def prepare(sandbox: Sandbox, task_dir: Path, task: dict[str, Any]) -> None:
         done = sandbox.run(argv, timeout=SETUP_TIMEOUT)
         if not done.ok:
             raise InfrastructureError(f"task {task_id}: setup script {where} {done.summary()}")
+
+
+def _place(sandbox: Sandbox, source: Path, sandbox_path: str, task_dir: Path, task_id: str) -> bool:
+    """Copy a file of the task folder into the sandbox, read without following a symlink inside
+    the task folder (a link there must not bring a host file in); False when it does not exist."""
+    try:
+        sandbox.place(source, sandbox_path, within=task_dir)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise InfrastructureError(f"task {task_id}: {source} cannot be copied in: it must be a regular file in the "
+                                  f"task folder, not a symlink ({exc.strerror or exc})") from None
+    return True
 
 
 #: An end-state folder holding this file is a whole-home snapshot, not an overlay.
@@ -118,34 +128,36 @@ def _copy_over(source: Path, sandbox: Sandbox) -> None:
 
     try:
         safefs.copy_tree(source, sandbox.home, skip=(DELETED, SNAPSHOT_MARKER), owner=sandbox.owner)
+    except safefs.UnsafeEntry as exc:
+        raise EndStateError(str(exc)) from None
     except OSError as exc:
         raise EndStateError(f"{source}: cannot be laid over {HOME}: {exc}") from None
 
 
-def _extract(tar_path: Path, home: Path) -> None:
+def _member_parts(name: str) -> list[str] | None:
+    """A tar member's path under ``/home/user`` (the archive may hold ``./x``, ``home/user/x`` or
+    ``/home/user/x``); None for the home itself and the folders above it."""
+    name = name.lstrip("/")
+    while name.startswith("./"):
+        name = name[2:]
+    if name.rstrip("/") in ("", ".", "home", "home/user"):
+        return None
+    return name.removeprefix("home/user/").rstrip("/").split("/")
+
+
+def _extract(tar_path: Path, sandbox: Sandbox) -> None:
+    """Extract a tar snapshot into the sandbox's home, by :func:`safefs.extract_tar` (member by
+    member through no-follow, descriptor-relative writes, each file given the sandbox's user)."""
     import tarfile
 
-    if not hasattr(tarfile, "data_filter"):
-        raise EndStateError(f"{tar_path}: reading tar snapshots needs a Python with tarfile filters (3.10.12+)")
+    from pytest_agentbench.infra import safefs
+
     try:
-        with tarfile.open(tar_path) as tar:
-            members = []
-            total = 0
-            for member in tar:
-                members.append(member)
-                total += max(member.size, 0)
-                if len(members) > MAX_TAR_MEMBERS or total > MAX_TAR_BYTES:
-                    raise EndStateError(f"{tar_path}: more than {MAX_TAR_MEMBERS} members or {MAX_TAR_BYTES} "
-                                        "bytes; a snapshot of /home/user should be smaller")
-            for member in members:
-                name = member.name
-                while name.startswith("./"):
-                    name = name[2:]
-                name = name.removeprefix("home/user/")
-                member.name = name
-            tar.extractall(home, members=[m for m in members if m.name not in ("", ".", "home", "home/user")],
-                           filter="data")
-    except (tarfile.TarError, OSError) as exc:
+        safefs.extract_tar(tar_path, sandbox.home, name_of=_member_parts, owner=sandbox.owner, home=HOME,
+                           max_members=MAX_TAR_MEMBERS, max_bytes=MAX_TAR_BYTES)
+    except safefs.UnsafeEntry as exc:
+        raise EndStateError(str(exc)) from None
+    except (tarfile.TarError, OSError, EOFError) as exc:
         raise EndStateError(f"{tar_path}: not a usable tar snapshot of {HOME}: {exc}") from None
 
 
@@ -173,15 +185,17 @@ def lay_end_state(sandbox: Sandbox, end_state: Path) -> list[str]:
     Nothing is written, read or removed through a symlink found in the sandbox, and symlinks
     inside the end state are copied as symlinks, never read. ``end_state`` itself may be a
     symlink (a folder of end states linking to the runs that made them): it is resolved once and
-    read from there. ``EndStateError`` for a bad end state."""
+    read from there. Every form keeps the modes of files and folders as the end state has them, makes
+    FIFOs and sockets again and refuses a device node (one rule, :func:`safefs.lay_special`); a tar
+    also refuses a symlink that leaves the home and writes a hard link as a copy.
+    ``EndStateError`` for a bad end state."""
     from pytest_agentbench.infra import safefs
 
     end_state = end_state.resolve()
     home = sandbox.home
     if end_state.is_file():
         safefs.empty_dir(home)
-        _extract(end_state, home)
-        _own(sandbox)
+        _extract(end_state, sandbox)
         return []
     if (end_state / SNAPSHOT_MARKER).exists():
         safefs.empty_dir(home)
@@ -194,13 +208,3 @@ def lay_end_state(sandbox: Sandbox, end_state: Path) -> list[str]:
         if sandbox.remove(f"{HOME}/{rel}"):
             removed.append(str(rel))
     return removed
-
-
-def _own(sandbox: Sandbox) -> None:
-    """Give what a tar snapshot extracted to the sandbox's user (the host wrote it as root)."""
-    if sandbox.owner is None:
-        return
-    uid, gid = sandbox.owner
-    for root, dirs, files in os.walk(sandbox.home):  # os.walk does not descend into symlinks
-        for name in [*dirs, *files]:
-            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)

@@ -224,7 +224,9 @@ BROKEN_DOMAIN = "invalid_task"
 def read_task(path: Path) -> Task:
     """One ``task.json`` as a ``Task``: the app is the domain, the whole file is ``raw_config``."""
     try:
-        with open(path, "rb") as file:
+        # never through a symlink (a link in a task folder must not read a host file), never a FIFO
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as file:
             raw = file.read(MAX_TASK_BYTES + 1)  # read up to the bound, not stat then read
         if len(raw) > MAX_TASK_BYTES:
             raise OpenComputerTaskError(f"OpenComputer task file {path}: {os.path.getsize(path)} bytes, more "
