@@ -6,7 +6,7 @@ no:cacheprovider ...``, the plugins and bytecode cache set up as in ``overhead.p
 wall clock of
 
 * ``--bench-limit N`` (one trial per task; N items);
-* ``--bench-limit N --bench-trials K`` (N*K items, statistics by bootstrap over tasks);
+* ``--bench-limit N --bench-trials K`` (N*K items, statistics with the clustered Wilson interval);
 * ``--bench-limit N*K`` (N*K items of one trial each: the same number of items without trials);
 * the empty run (one item collected and deselected): the fixed cost of starting.
 
@@ -16,8 +16,8 @@ and prints, all from the same invocation:
 * the same ratio of the marginal cost (each minus the empty run), which takes the fixed start-up
   cost out of both;
 * ``trials / same items``: what trials cost beyond having N*K items (the per-trial collectors,
-  seeds, the bootstrap at the end);
-* the time ``stats.run_statistics`` takes in process on a synthetic N x K table (the bootstrap).
+  seeds, the statistics at the end);
+* the time ``stats.run_statistics`` takes in process on a synthetic N x K table.
 
     python benchmarks/trials.py [--tasks 500] [--trials 5] [--repeat 3] [--json PATH] [--check]
 
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   {trials_name} / one trial:             {ratio:.2f}x  (target: at most {k}x)")
     print(f"   marginal (minus the empty run):  {marginal:.2f}x")
     print(f"   {trials_name} / {n * k} one-trial items: {beyond:.2f}x  (what trials add beyond the items)")
-    print(f"   statistics of {n} tasks x {k} trials in process: {in_process * 1000:.0f} ms (bootstrap over tasks)")
+    print(f"   statistics of {n} tasks x {k} trials in process: {in_process * 1000:.0f} ms")
     verdict = ratio <= k * NOISE
     print(f"   verdict: {'met' if verdict else 'MISSED'}: {ratio:.2f}x <= {k}x (+10% noise)")
     if args.json:

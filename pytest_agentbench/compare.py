@@ -8,8 +8,9 @@ counts as absent there (``new`` or ``gone``), since there is nothing to compare.
 
 * One trial per task on both sides: the exact McNemar test on the discordant tasks, and Newcombe's
   paired interval of the difference.
-* More than one trial on either side: a paired bootstrap over tasks (both runs' trials of a task
-  resampled together), for the interval and the p-value.
+* More than one trial on either side: the exact sign test over tasks (how many tasks' rate fell
+  against how many rose) for the p-value, and Newcombe's hybrid score interval from each run's
+  clustered Wilson limits (``stats.paired_tasks``).
 
 Pure functions on records; no pytest.
 """
@@ -99,10 +100,10 @@ def compare_records(
                           ci95=list(stats.newcombe_paired_interval(both, lost, won, neither) or ()) or None,
                           table={"pass_pass": both, "pass_fail": lost, "fail_pass": won, "fail_fail": neither})
         else:
-            boot = stats.paired_bootstrap([((a.passes, a.trials), (b.passes, b.trials)) for a, b in pairs])
-            assert boot is not None
-            (low, high), p_value = boot
-            result.update(method="paired-bootstrap", p_value=p_value, ci95=[low, high])
+            paired = stats.paired_tasks([((a.passes, a.trials), (b.passes, b.trials)) for a, b in pairs])
+            assert paired is not None
+            (low, high), p_value = paired
+            result.update(method="sign-test-tasks", p_value=p_value, ci95=[low, high])
     significant = result["p_value"] is not None and result["p_value"] < alpha
     result["significant"] = significant
     if significant and result["difference"] < 0:
@@ -114,6 +115,12 @@ def compare_records(
     return result
 
 
+def format_p(p_value: float, *, sep: str = " ") -> str:
+    """A p-value for people: four significant digits, or ``< 0.0001`` (never ``0``: an exact test's
+    p is never 0, though for thousands of tasks it is below what a float holds)."""
+    return f"<{sep}0.0001" if p_value < 1e-4 else f"={sep}{p_value:.4g}"
+
+
 def grep_line(result: Mapping[str, Any]) -> str:
     """One line for CI logs, ``key=value`` pairs after a fixed prefix."""
     c = result["counts"]
@@ -123,9 +130,9 @@ def grep_line(result: Mapping[str, Any]) -> str:
 
     ci = result["ci95"]
     interval = "n/a" if not ci else f"[{ci[0] * 100:+.1f},{ci[1] * 100:+.1f}]pts"
-    p = "n/a" if result["p_value"] is None else f"{result['p_value']:.4g}"
+    p = "=n/a" if result["p_value"] is None else format_p(result["p_value"], sep="")
     verdict = result["verdict"].replace(" ", "-")
-    return (f"agentbench-compare: verdict={verdict} diff={pts(result['difference'])} ci95={interval} p={p} "
+    return (f"agentbench-compare: verdict={verdict} diff={pts(result['difference'])} ci95={interval} p{p} "
             f"alpha={result['alpha']:g} method={result['method'] or 'n/a'} paired={result['paired_tasks']} "
             f"regressed={c['regressed']} improved={c['improved']} unchanged={c['unchanged']} "
             f"new={c['new']} gone={c['gone']} baseline={result['before_run']}")
@@ -141,10 +148,10 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
     if result["difference"] is not None:
         ci = result["ci95"]
         interval = f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}] points" if ci else ""
-        test = "exact McNemar" if result["method"] == "mcnemar-exact" else "paired bootstrap"
+        test = "exact McNemar" if result["method"] == "mcnemar-exact" else "sign test over tasks"
         lines.append(f"Success rate: {rate(result['before_rate'])} -> {rate(result['after_rate'])}, "
                      f"difference {result['difference'] * 100:+.1f} points{interval} (95%); "
-                     f"{test} p = {result['p_value']:.4g}")
+                     f"{test} p {format_p(result['p_value'])}")
     c = result["counts"]
     lines.append("Tasks: " + ", ".join(f"{c[s]} {s}" for s in STATUSES))
     regressed = [r["task_id"] for r in result["tasks"] if r["status"] == "regressed"]

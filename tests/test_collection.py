@@ -49,6 +49,35 @@ def test_k_selects_one_task_by_id(run):
     result.stdout.fnmatch_lines(["*bench/mock::clock::mock_clock_002 PASSED*"])
 
 
+def test_a_k_that_matches_nothing_leaves_no_run_folder(run, pytester):
+    result = run("--bench=mock", "--bench-limit", "5", "-k", "no_such_task")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert run_folders(pytester.path) == [] and "Results saved to" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("node_id", "expected"), [
+    ("bench/mock::clock::mock_clock_002", ["bench/mock::clock::mock_clock_002"]),
+    ("bench/mock::clock", ["bench/mock::clock::mock_clock_001", "bench/mock::clock::mock_clock_002"]),
+    ("bench/mock", MOCK5),
+])
+def test_a_copied_node_id_selects_its_items(run, node_id, expected):
+    result = run(node_id, "--bench=mock", "--bench-limit", "5", "-v")
+    assert [line.split()[0] for line in result.outlines if line.startswith("bench/") and "PASSED" in line] == expected
+
+
+def test_a_node_id_that_names_no_item_is_a_usage_error_and_leaves_no_run_folder(run, pytester):
+    result = run("bench/mock::clock::mock_clock_077", "--bench=mock", "--bench-limit", "5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: not found: bench/mock::clock::mock_clock_077 (no benchmark item*"])
+    assert run_folders(pytester.path) == []
+
+
+def test_an_audit_node_id_selects_its_items(run):
+    result = run("audit/toy::split-bill", "--audit-verifier=toy", "-v")
+    ran = [line.split()[0] for line in result.outlines if line.startswith("audit/") and "%]" in line]
+    assert len(ran) == 6 and all(node.startswith("audit/toy::split-bill::") for node in ran)
+
+
 def test_k_matches_domain_and_benchmark_names(run):
     result = run("--bench=mock", "--bench-limit", "5", "-k", "clock or file_explorer", "--collect-only", "-q")
     ids = [line for line in result.outlines if line.startswith("bench/")]

@@ -67,12 +67,13 @@ def test_a_larger_regression_is_significant_and_alpha_moves_the_line():
     assert compare_records(after, before)["verdict"] == "improvement"
 
 
-def test_trials_use_the_paired_bootstrap():
+def test_trials_use_the_sign_test_over_tasks():
     before = [rec(f"t{i}", True, trial) for i in range(30) for trial in (1, 2, 3)]
     after = [rec(f"t{i}", not (i < 15 and trial > 1), trial) for i in range(30) for trial in (1, 2, 3)]
     out = compare_records(before, after)
-    assert out["method"] == "paired-bootstrap"
+    assert out["method"] == "sign-test-tasks"
     assert out["difference"] == pytest.approx(60 / 90 - 1)
+    assert out["p_value"] == pytest.approx(2 / 2 ** 15)  # 15 tasks fell, none rose
     assert out["ci95"][1] < 0 and out["p_value"] < 0.01 and out["verdict"] == "regression"
     assert out["counts"]["regressed"] == 15 and out["counts"]["unchanged"] == 15
     same = compare_records(before, before)
@@ -142,10 +143,10 @@ def test_a_malformed_reference_run_is_a_usage_error_before_anything_runs(run, py
     assert not (pytester.path / "benchmark_results").exists()
 
 
-def test_compare_with_trials_uses_the_paired_bootstrap(run, pytester):
+def test_compare_with_trials_uses_the_sign_test_over_tasks(run, pytester):
     run(*MOCK, "--bench-trials", "2", "--bench-run-name", "k2a")
     result = run(*MOCK, "--bench-trials", "2", "--bench-run-name", "k2b", "--bench-compare", "benchmark_results/k2a")
-    assert "method=paired-bootstrap" in result.stdout.str()
+    assert "method=sign-test-tasks" in result.stdout.str()
 
 
 def test_agentbench_view_writes_a_comparison_page(run, pytester, capsys):
@@ -160,3 +161,14 @@ def test_agentbench_view_writes_a_comparison_page(run, pytester, capsys):
     assert "agentbench-compare: verdict=regression" in page and "<script" not in page
     assert view_main([str(base / "good"), str(base / "nowhere")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_p_value_is_never_printed_as_0():
+    from pytest_agentbench.compare import format_p, grep_line
+
+    before = [rec(f"t{i}", True) for i in range(2000)]
+    after = [rec(f"t{i}", False) for i in range(2000)]
+    out = compare_records(before, after)
+    assert out["verdict"] == "regression"
+    assert "p<0.0001" in grep_line(out) and "p=0 " not in grep_line(out)
+    assert format_p(0.0) == "< 0.0001" and format_p(0.03125) == "= 0.03125"

@@ -329,7 +329,7 @@ def test_runs_with_trials_and_a_resume_match_the_schemas(validators, pytester, r
     run("--bench=mock", "--bench-limit", "2", "--bench-trials", "3", "--bench-run-name", "r")
     seen = validate_run(the_run(pytester, "r"), validators)
     assert {r["trial"] for r in seen["records"]} == {1, 2, 3} and len(seen["trajectories"]) == 6
-    assert seen["summary"]["statistics"]["ci_method"] == "bootstrap-tasks"
+    assert seen["summary"]["statistics"]["ci_method"] == "wilson-clustered"
     folder = the_run(pytester, "r")
     lines = (folder / "results.jsonl").read_text().splitlines()
     (folder / "results.jsonl").write_text("\n".join(lines[:3]) + "\n")

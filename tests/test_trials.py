@@ -115,7 +115,7 @@ def test_statistics_of_a_run_match_a_hand_computation(flaky, run, pytester):
     assert s["pass_at_k"]["1"] == pytest.approx(s["success_rate"])
     flips = sum(1 for c in counts.values() if 0 < c < 3)
     assert s["flipped_tasks"] == flips and s["flip_rate"] == pytest.approx(flips / 5)
-    assert s["ci_method"] == "bootstrap-tasks" and s["ci95"][0] <= s["success_rate"] <= s["ci95"][1]
+    assert s["ci_method"] == "wilson-clustered" and s["ci95"][0] <= s["success_rate"] <= s["ci95"][1]
     assert set(s["by_domain"]) == {"even", "odd"}
     assert s["by_domain"]["even"]["outcome_trials"] == 9  # alpha, charlie, echo
     text = result.stdout.str()
@@ -161,6 +161,18 @@ def test_xdist_spreads_trials_and_writes_one_record_each(flaky, run_sub, pyteste
     records = results(only_run_folder(pytester.path))
     assert sorted((r["task_id"], r["trial"]) for r in records) == sorted((t, n) for t in PROBS for n in range(1, 5))
     assert {r["worker"] for r in records} == {"gw0", "gw1"}
+
+
+def test_dist_each_records_each_item_once_as_other_item_kinds_count(run_sub, pytester):
+    """``--dist each`` plays every item on every worker; the run holds one record per item (a
+    second play is not a trial: ``--bench-trials`` is), so attempts and rates are not doubled."""
+    result = run_sub("--bench=mock", "--bench-limit", "4", "-n", "2", "--dist", "each", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    folder = only_run_folder(pytester.path)
+    records = results(folder)
+    assert sorted(r["task_id"] for r in records) == sorted({r["task_id"] for r in records}) and len(records) == 4
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["num_attempts"] == 4 and summary["statistics"]["outcome_trials"] == 4
 
 
 def test_last_failed_reruns_the_failed_trials(flaky, pytester):

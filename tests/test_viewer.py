@@ -547,7 +547,7 @@ def test_trials_show_the_interval_pass_hat_k_and_one_row_per_trial(run, pytester
     viewer = open_viewer(folder)
     metrics = viewer.page.locator("#metrics").inner_text()
     assert "95% interval" in metrics and f"[{low * 100:.1f}%, {high * 100:.1f}%]" in metrics
-    assert "bootstrap over tasks" in metrics and "pass^2" in metrics
+    assert "Wilson over tasks' effective trials" in metrics and "pass^2" in metrics
     for record in results(folder):
         assert viewer.row(f"{record['task_id']}::trial-{record['trial']}").is_visible()
     assert viewer.page.locator("#count").inner_text() == "6 tasks"

@@ -93,6 +93,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return collect_case_file(file_path, parent)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Node id arguments of benchmark and audit items select them (``plugin/node_args.py``); an
+    attribute look-up in any other run."""
+    if getattr(config.option, "agentbench_node_ids", None):
+        from pytest_agentbench.plugin import node_args
+
+        node_args.select(config, items, ("bench/", "audit/"))
+
+
 def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]) -> None:
     """Under xdist the controller collects nothing: the first trajectory result a worker sends
     loads the trajectory summary and the ``--trajectory-min`` gate."""
@@ -115,6 +125,10 @@ def pytest_configure(config: pytest.Config) -> None:
         _warn_unused_bench_options(config)
     options.apply_settings(config)  # from here config.getoption(dest) sees ini values and defaults too
     if benchmarks or audit:
+        from pytest_agentbench.plugin import node_args
+
+        # copied node ids (bench/mock::chrome::mock_chrome_001) select items instead of naming files
+        node_args.take(config, ("bench/",) * bool(benchmarks) + ("audit/",) * bool(audit))
         from pytest_agentbench.plugin.bridge import attach
 
         attach(config)  # config.agentbench_settings: what library code reads the options through

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.compare import compare_records, load_run, summary_lines
+from pytest_agentbench.compare import compare_records, format_p, load_run, summary_lines
 from pytest_agentbench.plugin import reporting
 
 COMPARISON_NAME = "comparison.json"
@@ -42,7 +42,7 @@ class CompareGate:
             self.message = f"ERROR: could not write {folder.path / COMPARISON_NAME}: {exc}"
         if self.fail and self.result["verdict"] == "regression":
             self.message = (f"ERROR: significant regression against {self.name}: success rate "
-                            f"{self.result['difference'] * 100:+.1f} points, p = {self.result['p_value']:.4g} "
+                            f"{self.result['difference'] * 100:+.1f} points, p {format_p(self.result['p_value'])} "
                             f"< --bench-regression-alpha {self.alpha:g}")
         if self.message:
             reporting.fail_session(session)

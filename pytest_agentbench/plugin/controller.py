@@ -62,6 +62,7 @@ class RunController:
         #: node ids with a record, so a later report (a teardown error) never adds a second one
         self.recorded: set[str] = set()
         self._tasks_by_nodeid: dict[str, dict[str, Any]] | None = None
+        self.resumed = self.fresh_folder = False
         #: The records' repeated values, kept once (every record is held to the end of the run).
         self.shared = SharedValues()
 
@@ -78,12 +79,15 @@ class RunController:
         from pytest_agentbench.plugin.resume import record_identity, resumed_folder
 
         folder = resumed_folder(self, config)  # --bench-resume RUN: RUN's folder, its final records kept
+        self.resumed = folder is not None
         name = settings.run_name or default_run_name(settings.benchmarks, self._player(settings.agent))
         try:
             folder = folder or RunFolder.create(settings.results_dir, name)
         except (ValueError, OSError) as exc:
             raise pytest.UsageError(f"cannot create the run folder: {exc}") from None
         self.state.run_folder = folder
+        #: a folder this run made (not --bench-resume's): removed again when no item was selected
+        self.fresh_folder = not self.resumed
         try:
             self.state.manifest.write(folder.manifest_path)
         except OSError as exc:
@@ -110,6 +114,11 @@ class RunController:
             if not payload:
                 return
         if report.when == "call" or report.failed or report.skipped or reporting.is_rerun(report):
+            if report.nodeid in self.recorded and not reporting.is_rerun(report):
+                # ``--dist each`` runs every item on every worker: one record per item, the first
+                # reported, as audit, suite and case items count (a second play is not a trial:
+                # ``--bench-trials`` is, with its own item id and seed).
+                return
             # The report's own dict, not a copy: the record is held once (the item dropped it when
             # the report took it; pytest-html's row hook still reads it from the report).
             record = payload
@@ -184,11 +193,20 @@ class RunController:
         payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
         return payload
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         folder = self.state.run_folder
         if folder is None:
             return
         folder.close()  # every item has reported: results.jsonl is complete
+        if (exitstatus in (pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.USAGE_ERROR) and not self.records
+                and self.fresh_folder):
+            # -k or -m selected no item, or a node id argument named none: no run to keep (only its manifest)
+            self.state.writer.flush()
+            import shutil
+
+            shutil.rmtree(folder.path, ignore_errors=True)
+            self.state.run_folder = None
+            return
         self.file_errors.extend(self.state.writer.flush())
         if not self.records and self.state.manifest is not None and not self.state.manifest.suites:
             return  # only suite benchmarks ran: they report for themselves

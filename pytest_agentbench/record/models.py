@@ -299,9 +299,10 @@ class StatGroup(_Record):
                                                "not evaluated): counted apart, out of every denominator.")
     success_rate: Rate | None = Field(description="passes / outcome_trials; null without outcomes.")
     ci95: tuple[Unit, Unit] | None = Field(description="95% interval of the success rate; null without outcomes.")
-    ci_method: Literal["wilson", "bootstrap-tasks"] | None = Field(description=(
-        "wilson: one trial per task; bootstrap-tasks: percentile bootstrap resampling tasks (trials of a task kept "
-        "together)."))
+    ci_method: Literal["wilson", "wilson-clustered"] | None = Field(description=(
+        "wilson: one trial per task; wilson-clustered: several trials per task, the Wilson interval over the "
+        "effective number of trials (the count over the design effect from the between-task variance, the number "
+        "of tasks at 0% or 100%), with Student's t for tasks - 1 degrees of freedom."))
     max_trials: Count = Field(description="Most outcome trials of any task.")
     pass_at_k: KCurve = Field(description="Unbiased pass@k (Chen et al. 2021) averaged over tasks, for k = 1..the "
                                           "fewest outcome trials of any task.")

@@ -13,7 +13,7 @@ from pytest_agentbench import stats
 from pytest_agentbench.metrics import format_rate
 from pytest_agentbench.text import render_table
 
-METHODS = {"wilson": "Wilson", "bootstrap-tasks": "bootstrap over tasks"}
+METHODS = {"wilson": "Wilson", "wilson-clustered": "Wilson over tasks' effective trials"}
 
 
 def summary_fields(records: Sequence[Mapping[str, Any]], trials: int) -> dict[str, Any]:
