@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.benchmark import EvaluationError
 from pytest_agentbench.budget import BudgetSpent
 from pytest_agentbench.deadline import Alarm, DeadlinePassed
 from pytest_agentbench.model import Action, EpisodeRecord, Observation, Step, Verdict
@@ -166,7 +167,12 @@ def run_episode(
         record.final_observation = observation
         if record.final_action is None or record.final_action.type != "error":
             phase = "evaluate"
-            record.verdict = benchmark.evaluate(task, record.final_action)
+            verdict = benchmark.evaluate(task, record.final_action)
+            if not isinstance(verdict, Verdict):
+                shown = repr(verdict) if len(repr(verdict)) <= 60 else repr(verdict)[:57] + "..."
+                raise EvaluationError(f"{type(benchmark).__name__}.evaluate() returned {type(verdict).__name__} "
+                                      f"{shown}, not a Verdict: return Verdict(score=..., passed=..., reason=...)")
+            record.verdict = verdict
     except (KeyboardInterrupt, SystemExit):
         raise
     except DeadlinePassed as passed:

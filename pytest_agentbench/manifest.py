@@ -144,7 +144,7 @@ def resolve(
     for name in registry.episode_names(settings.benchmarks):
         entry = registry.get(name)
         try:
-            bench = instances.get(name) or entry.factory(config)
+            bench = instances.get(name) or registry.checked(entry, entry.factory(config))
             instances[name] = bench
             tasks = bench.list_tasks(None if wanted else settings.tasks)
         except ConfigError:

@@ -52,13 +52,39 @@ class _Registry(Generic[T]):
         except KeyError:
             raise KeyError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names()) or 'none'}") from None
 
+    #: What an object a factory returns must have (callables), by entry kind.
+    contract: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
     def create(self, name: str, config: Any = None) -> T:
-        return self.get(name).factory(config)
+        entry = self.get(name)
+        return self.checked(entry, entry.factory(config))
+
+    def checked(self, entry: Entry[T], made: Any) -> T:
+        """``made`` if it has what an entry of its kind must have, else ``ConfigError``: one line
+        naming the factory, what it returned and the contract (a factory returning None, or the
+        class instead of an instance, would otherwise fail far away with an AttributeError)."""
+        needed = self.contract.get(entry.kind, ())
+        lacking = [attr for attr in needed if not callable(getattr(made, attr, None))]
+        if needed and isinstance(made, type):
+            from pytest_agentbench.errors import ConfigError
+
+            raise ConfigError(f"the factory registered for {self.kind} {entry.name!r} returned the class "
+                              f"{made.__name__}, not an instance: return {made.__name__}(...)")
+        if lacking:
+            from pytest_agentbench.errors import ConfigError
+
+            shown = repr(made) if len(repr(made)) <= 60 else repr(made)[:57] + "..."
+            raise ConfigError(
+                f"the factory registered for {self.kind} {entry.name!r} returned {type(made).__name__} {shown}, which "
+                f"lacks {', '.join(a + '()' for a in lacking)}: a factory is called as factory(config) and returns the "
+                f"{self.kind} object itself")
+        return made  # type: ignore[no-any-return]
 
 
 class BenchmarkRegistry(_Registry["Benchmark"]):
     def __init__(self) -> None:
-        super().__init__("benchmark")
+        super().__init__("benchmark", contract={"episodes": ("list_tasks", "reset", "step", "evaluate"),
+                                                "suite": ("collect",)})
 
     def register_suite(self, name: str, factory: Callable[..., Any], *, description: str = "") -> None:
         """Register a benchmark that is not a set of agent episodes (a reward scan, say).
@@ -76,7 +102,7 @@ class BenchmarkRegistry(_Registry["Benchmark"]):
 
 class AgentRegistry(_Registry["Agent"]):
     def __init__(self) -> None:
-        super().__init__("agent")
+        super().__init__("agent", contract={"episodes": ("act",)})
         #: name -> ``estimate(config, screen) -> StepEstimate | None``, for ``--bench-dry-run`` without
         #: building the agent (which may need an API key the estimate does not)
         self.estimators: dict[str, Callable[..., Any]] = {}

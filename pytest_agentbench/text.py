@@ -6,10 +6,23 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+#: Control characters shown as ``\\xNN`` instead of sent to the terminal: C0 (but the whitespace
+#: that lines are made of), DEL and C1. Checker and verifier output, task files and agent replies
+#: are untrusted, and an escape sequence in them could rewrite the screen or the terminal's title.
+_VISIBLE = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+            if chr(code) not in "\t\n\r\x0b\x0c"}
+
+
+def printable(text: object) -> str:
+    """``text`` with its control characters (an ESC starting a terminal escape sequence, say)
+    made visible as ``\\xNN``; newlines and tabs stay."""
+    return str(text).translate(_VISIBLE)
+
 
 def one_line(text: object) -> str:
-    """``text`` on one line: every run of whitespace (newlines too) becomes one space."""
-    return " ".join(str(text).split())
+    """``text`` on one line: every run of whitespace (newlines too) becomes one space, and control
+    characters are made visible (:func:`printable`)."""
+    return " ".join(str(text).translate(_VISIBLE).split())
 
 
 def shorten(text: object, limit: int, marker: str = "...", *, within: bool = True) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -301,3 +302,35 @@ def test_in_a_checkout_a_failing_setup_step_or_a_broken_file_is_one_item_error(u
     assert ("OpenComputer's setup failed at run_task_setup_scripts: CommandExitException"
             in records["gedit_bad_setup"]["error"])
     assert "not valid JSON" in records["gedit_broken"]["error"]
+
+
+def _run_tasks_elsewhere(upstream: Path, root: Path, *args: str) -> tuple[dict[str, Any], str]:
+    """The hooked audacity task, copied to a tasks folder outside the checkout, graded on its start
+    state: (its record, pytest's output)."""
+    tasks = root / "tasks"
+    shutil.copytree(upstream / "task_generator" / "tasks" / AUDACITY_HOOKED, tasks / AUDACITY_HOOKED)
+    (root / "end" / AUDACITY_HOOKED).mkdir(parents=True)
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--bench=opencomputer",
+            f"--opencomputer-tasks={tasks}", f"--opencomputer-end-state={root / 'end'}",
+            f"--opencomputer-verifiers={upstream / 'verifiers'}", f"--bench-results-dir={root / 'results'}",
+            "--sandbox-isolation=bwrap", *args]
+    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-2000:]
+    [results] = list((root / "results").rglob("results.jsonl"))
+    return json.loads(results.read_text().splitlines()[0]), done.stdout
+
+
+def test_tasks_outside_a_checkout_are_graded_by_its_harness_when_it_is_named(upstream: Path, tmp_path: Path):
+    named, _ = _run_tasks_elsewhere(upstream, tmp_path / "named", f"--opencomputer-checkout={upstream}")
+    assert named["score"] == 1.0  # the app's prepare hook ran, as in OpenComputer
+    bare, out = _run_tasks_elsewhere(upstream, tmp_path / "bare")
+    assert bare["score"] < 1.0
+    assert "is not in an OpenComputer checkout: this plugin's built-in checker sets up and grades" in out
+
+
+def test_a_folder_that_is_not_a_checkout_is_refused_as_one(tmp_path: Path):
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench=opencomputer", "--opencomputer-tasks",
+            str(tmp_path), "--opencomputer-checkout", str(tmp_path)]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 4
+    assert f"ERROR: --opencomputer-checkout {tmp_path} is not an OpenComputer checkout" in done.stderr

@@ -207,3 +207,31 @@ def test_done_items_reach_the_last_failed_cache(pytester, run):
     lastfailed = json.loads((pytester.path / ".pytest_cache" / "v" / "cache" / "lastfailed").read_text())
     assert sorted(lastfailed) == [f"bench/flaky::odd::bad::trial-{n}" for n in (1, 2, 3)]
     assert "from run " in result.stdout.str() and "not replayed: gave up" in result.stdout.str()
+
+
+def test_a_torn_last_line_is_cut_before_the_resumed_run_appends(pytester, run):
+    """A run killed mid-write leaves half a line; the resumed run's first record starts a line of
+    its own, so every line of the folder parses and a later resume or comparison reads it."""
+    pytester.makeconftest(FLAKY.format(P={"one": 1.0, "two": 1.0}))
+    run(*ARGS, "--bench-run-name", "run", "-k", "one")
+    folder = only_run_folder(pytester.path)
+    path = folder / "results.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][: len(lines[2]) // 2])  # the third record torn
+    result = run(*ARGS, "--bench-resume", str(folder), "-k", "one")
+    assert result.ret == pytest.ExitCode.OK
+    parsed = [json.loads(line) for line in path.read_text().splitlines()]
+    assert keys(parsed) == [("one", 1), ("one", 2), ("one", 3)]
+
+
+def test_a_second_resume_of_a_folder_being_resumed_is_refused(pytester, run):
+    import fcntl
+
+    pytester.makeconftest(FLAKY.format(P={"one": 1.0}))
+    run(*ARGS, "--bench-run-name", "run")
+    folder = only_run_folder(pytester.path)
+    with open(folder / ".lock", "w") as held:  # as the first resume holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = run(*ARGS, "--bench-resume", str(folder))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --bench-resume {folder}: {folder} is being written by another run*"])

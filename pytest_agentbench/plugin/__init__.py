@@ -253,10 +253,18 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 
         if config is None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
-        with usage_errors():
-            return OpenComputerBenchmark.from_config(settings_for(config), isolation=lambda: session_isolation(config),
-                                                     limits=session_limits(config),
-                                                     runs=not config.option.collectonly)
+        import warnings
+
+        with usage_errors(), warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            bench = OpenComputerBenchmark.from_config(settings_for(config), isolation=lambda: session_isolation(config),
+                                                      limits=session_limits(config),
+                                                      runs=not config.option.collectonly)
+        if not hasattr(config, "workerinput"):  # what it says about the setup, once, through pytest's filters
+            for note in said:
+                message = note.message
+                options.config_warning(config, message if isinstance(message, Warning) else UserWarning(message))
+        return bench
 
     registry.register("opencomputer", opencomputer,
                       description="OpenComputer tasks, set up and graded by its own harness code in a sandbox "

@@ -95,6 +95,11 @@ def checked(check: str, flag: str, **limits: Any) -> Parse:
     return parse
 
 
+#: The most trials per task: far beyond what pass^k or an interval needs (k = 20 already costs 20x),
+#: and a bound on the items a mistyped count makes (100000 would collect millions).
+MAX_TRIALS = 1000
+
+
 def _whole(flag: str, low: int = 1, high: int | None = None, note: str = "") -> Parse:
     return checked("whole", flag, low=low, high=high, note=note)
 
@@ -439,6 +444,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--opencomputer-tasks", "opencomputer_tasks", "OpenComputer tasks: DIR/<id>/task.json with seed files in "
            "DIR/<id>/env/ (OpenComputer's task_generator/tasks, or a checkout holding it).", _OC, metavar="DIR",
            path=True),
+    Option("--opencomputer-checkout", "opencomputer_checkout", "the OpenComputer checkout whose harness sets up "
+           "and grades, when --opencomputer-tasks lies outside it (by default the checkout holding the tasks).",
+           _OC, metavar="DIR", path=True),
     Option("--opencomputer-verifiers", "opencomputer_verifiers", "the verifier scripts, DIR/<app>/<app>.py "
            "(OpenComputer's verifiers/) or DIR/<app>.py.", _OC, metavar="DIR", path=True),
     Option("--opencomputer-end-state", "opencomputer_end_state", "grade the end states DIR/<id>/ (paths relative to "
@@ -464,8 +472,10 @@ OPTIONS: tuple[Option, ...] = (
            "metrics, over every *.case.json item that ran, is below SCORE (0..1).", "agentbench-trajectory",
            parse=_lazy("pytest_agentbench.plugin.trajectory", "parse_min"), metavar="SCORE"),
     # -- trials, comparison, resuming ------------------------------------------------------------------------------
-    Option("--bench-trials", "trials", "play every task K times, as K items <task id>::trial-<n> (default 1).", _TR,
-           parse=_whole("--bench-trials"), typed=False, metavar="K", old=("--trials",), bench_only=True),
+    Option("--bench-trials", "trials", "play every task K times, as K items <task id>::trial-<n> (default 1, at "
+           "most 1000).", _TR,
+           parse=_whole("--bench-trials", high=MAX_TRIALS), typed=False, metavar="K", old=("--trials",),
+           bench_only=True),
     Option("--bench-trial-seed", "trial_seed", "base of the per-trial seeds the agent is given (default 0): same N, "
            "same seeds.", _TR, parse=_whole("--bench-trial-seed", 0), typed=False, metavar="N", old=("--trial-seed",),
            bench_only=True),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_agentbench.outcomes import Outcome
+from pytest_agentbench.text import printable
 
 
 class EpisodeFailed(pytest.fail.Exception):  # type: ignore[name-defined, misc]  # pytest types it as an attribute (Any)
@@ -24,8 +25,9 @@ def raise_outcome(outcome: Outcome) -> None:
     """Turn an outcome into pytest's control flow. ``error`` raises from setup (the caller's job)."""
     if outcome.kind == "passed":
         return
+    message = printable(outcome.message)  # checker output may hold terminal escape sequences
     if outcome.kind == "skipped":
-        pytest.skip(outcome.message)
+        pytest.skip(message)
     if outcome.kind == "failed":
-        raise EpisodeFailed(outcome.message, pytrace=False)
-    pytest.fail(outcome.message, pytrace=False)
+        raise EpisodeFailed(message, pytrace=False)
+    pytest.fail(message, pytrace=False)

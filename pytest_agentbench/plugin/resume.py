@@ -94,6 +94,10 @@ class Resume:
 
     def open(self, state: AgentbenchPlugin, manifest: Manifest, trials: int, seed: int) -> RunFolder:
         """Check RUN against this selection and prepare its folder; usage errors say why not."""
+        try:
+            self.folder.lock()  # a second resume of the folder at once is refused here
+        except OSError as exc:
+            raise pytest.UsageError(f"--bench-resume {self.folder.path}: {exc.strerror or exc}") from None
         self.check(state, manifest, trials, seed)
         self._rewrite()
         return self.folder

@@ -142,12 +142,37 @@ class RunFolder:
         return text
 
     def _open_results(self) -> int:
-        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        """Open results.jsonl for appending, cut back to its last whole line first (a run killed
+        mid-write leaves a torn line, which the next line would otherwise be glued onto)."""
+        fd = os.open(self.results_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            _cut_torn_tail(fd)
+        except BaseException:
+            os.close(fd)
+            raise
         self._results_fd = fd
         self._results_size = os.fstat(fd).st_size
         # Closed by close(); the finalizer covers a folder dropped without it (the Python API, tests).
         self._closer = weakref.finalize(self, os.close, fd)
         return fd
+
+    def lock(self) -> None:
+        """Hold the folder's lock (``.lock``, an advisory ``flock``) until the process ends: a second
+        run appending to this folder at once (two ``--bench-resume`` of it) is refused
+        (``OSError``) before it plays anything. A lock file, not results.jsonl, because resuming
+        replaces results.jsonl with its final records."""
+        if getattr(self, "_lock_fd", None) is not None:
+            return
+        import fcntl
+
+        fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OSError(errno.EBUSY, f"{self.path} is being written by another run at this moment") from None
+        self._lock_fd: int | None = fd
+        weakref.finalize(self, os.close, fd)
 
     def close(self) -> None:
         """Close results.jsonl (appending again reopens it). Safe to call more than once."""
@@ -217,3 +242,21 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
         records.append(record)
     return records
+
+
+def _cut_torn_tail(fd: int, chunk: int = 1 << 16) -> None:
+    """Truncate the file ``fd`` after its last newline when it does not end with one: the bytes
+    after it are a line a killed run did not finish, not a record."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)

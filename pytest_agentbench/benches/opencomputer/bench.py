@@ -90,6 +90,7 @@ class OpenComputerBenchmark(Benchmark):
         self,
         tasks_dir: str | Path,
         *,
+        checkout: str | Path | None = None,
         verifiers_dir: str | Path | None = None,
         end_state_dir: str | Path | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -104,8 +105,9 @@ class OpenComputerBenchmark(Benchmark):
         from pytest_agentbench.benches.opencomputer.harness import find_checkout
 
         self.tasks_arg = Path(tasks_dir)
-        #: the OpenComputer checkout --opencomputer-tasks names (None for a bare tasks folder)
-        self.checkout = find_checkout(self.tasks_arg)
+        #: the OpenComputer checkout whose harness sets up and grades: ``checkout``
+        #: (--opencomputer-checkout), else the one --opencomputer-tasks lies in (None for a bare folder)
+        self.checkout = Path(checkout) if checkout is not None else find_checkout(self.tasks_arg)
         if verifiers_dir is None and self.checkout is not None and (self.checkout / "verifiers").is_dir():
             verifiers_dir = self.checkout / "verifiers"
         self.verifiers_dir = Path(verifiers_dir) if verifiers_dir is not None else None
@@ -152,7 +154,7 @@ class OpenComputerBenchmark(Benchmark):
         if settings is None:
             raise ValueError("the opencomputer benchmark needs its options (--opencomputer-tasks DIR)")
         from pytest_agentbench.benches.opencomputer.checks import load_judge
-        from pytest_agentbench.benches.opencomputer.harness import find_checkout
+        from pytest_agentbench.benches.opencomputer.harness import MARKERS, find_checkout, is_checkout
         from pytest_agentbench.benches.opencomputer.image import ImageError, choose_python
         from pytest_agentbench.benches.opencomputer.options import opencomputer_settings
 
@@ -166,7 +168,21 @@ class OpenComputerBenchmark(Benchmark):
             if folder is not None and not folder.is_dir():
                 what = "is not a folder" if folder.exists() else "does not exist"
                 raise ConfigError(f"{flag} {folder} {what}")
-        checkout = find_checkout(options.tasks) if options.tasks.is_dir() else None
+        if options.checkout is not None:
+            if not is_checkout(options.checkout):
+                raise ConfigError(f"--opencomputer-checkout {options.checkout} is not an OpenComputer checkout (it "
+                                  f"lacks {', '.join(MARKERS)})")
+            checkout: Path | None = options.checkout
+        else:
+            checkout = find_checkout(options.tasks) if options.tasks.is_dir() else None
+        if checkout is None and options.harness == "auto" and runs:
+            from pytest_agentbench.benches.opencomputer.tasks import OpenComputerWarning
+
+            warnings.warn(OpenComputerWarning(
+                f"--opencomputer-tasks {options.tasks} is not in an OpenComputer checkout: this plugin's built-in "
+                "checker sets up and grades (no prepare or profile hooks), which differs from OpenComputer's harness "
+                "for some tasks; name the checkout with --opencomputer-checkout DIR, or choose the built-in "
+                "checker with --opencomputer-harness builtin"), stacklevel=2)
         if options.end_state is not None and options.verifiers is None and checkout is None:
             raise ConfigError("--opencomputer-end-state needs --opencomputer-verifiers DIR (the verifier scripts "
                               "that grade the end states: OpenComputer's verifiers/ folder), or "
@@ -191,9 +207,10 @@ class OpenComputerBenchmark(Benchmark):
                 raise ConfigError("--opencomputer-harness opencomputer runs OpenComputer's harness code in a "
                                   f"bubblewrap sandbox, which is not available: {decided.describe()}")
         try:
-            return cls(options.tasks, verifiers_dir=options.verifiers, end_state_dir=options.end_state,
-                       timeout=options.timeout, judge=judge, on_error=options.verifier_errors,
-                       harness=options.harness, python=options.python, isolation=decide, limits=limits)
+            return cls(options.tasks, checkout=checkout, verifiers_dir=options.verifiers,
+                       end_state_dir=options.end_state, timeout=options.timeout, judge=judge,
+                       on_error=options.verifier_errors, harness=options.harness, python=options.python,
+                       isolation=decide, limits=limits)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
@@ -431,4 +448,7 @@ class OpenComputerBenchmark(Benchmark):
             facts["harness"] = "opencomputer" if self.harness is not None else "builtin"
             if self._isolation.isolated and self._python is not None:
                 facts["python"] = self._python.describe()
+        if self.checkout is None and self.harness_choice == "auto":
+            facts["harness_note"] = ("no OpenComputer checkout (--opencomputer-tasks is not in one): the built-in "
+                                     "checker sets up and grades, without OpenComputer's prepare and profile hooks")
         return facts

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class OpenComputerSettings:
     tasks: Path | None = option("opencomputer_tasks", None, convert=Path)
+    checkout: Path | None = option("opencomputer_checkout", None, convert=Path)
     verifiers: Path | None = option("opencomputer_verifiers", None, convert=Path)
     end_state: Path | None = option("opencomputer_end_state", None, convert=Path)
     timeout: float = option("opencomputer_timeout", DEFAULT_TIMEOUT, convert=float)

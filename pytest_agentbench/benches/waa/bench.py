@@ -117,6 +117,10 @@ class WAABenchmark(Benchmark):
             return None if value in (None, "") else Path(str(value))
 
         examples = path("examples")
+        if examples is not None and not examples.is_dir():
+            what = "does not exist" if not examples.exists() else "is not a folder"
+            raise ConfigError(f"--waa-examples {examples} {what}: pass the evaluation_examples_windows folder of a "
+                              "WindowsAgentArena checkout (ini agentbench_waa_examples)")
         waa = from_settings(WAASettings, settings)
         upstream = None
         try:
@@ -128,7 +132,8 @@ class WAABenchmark(Benchmark):
             raise ConfigError(str(exc)) from None
         scores_nothing = bool(settings.get("collectonly") or settings.get("dry_run") or settings.get("pool_dry_run"))
         if upstream is None and waa.evaluate_url is None and not scores_nothing:
-            raise ConfigError(f"--bench=waa cannot score: no upstream evaluator code found; {HOW_TO_POINT}")
+            looked = f" (looked beside --waa-examples {examples})" if examples is not None else ""
+            raise ConfigError(f"--bench=waa cannot score: no upstream evaluator code found{looked}; {HOW_TO_POINT}")
         return cls(examples, get("index") or DEFAULT_INDEX, settings=waa, upstream=upstream,
                    base_dir=settings.invocation_dir, **kwargs)
 
