@@ -183,6 +183,7 @@ def run_episode(
         record.error_type = kind  # type: ignore[assignment]
         where = {"reset": "environment reset", "step": "environment step", "act": "agent", "evaluate": "checker"}[phase]
         record.error = f"{where} failed: {_describe(exc)}"
+        record._exception = exc
     finally:
         if timer is not None:
             timer.stop()

@@ -302,6 +302,15 @@ class EpisodeRecord(_Model):
     total_time_seconds: float = Field(default=0.0, ge=0.0)
     cost_usd: float = 0.0
     final_observation: Observation | None = Field(default=None, exclude=True)
+    #: the exception behind ``error`` (the agent's, the environment's or the checker's own), kept
+    #: so a report can show the user's frames; never serialized, and taken by the first reader
+    _exception: BaseException | None = PrivateAttr(default=None)
+
+    def take_exception(self) -> BaseException | None:
+        """The exception behind ``error``, once (the record is held to the end of the run; its
+        traceback, with every frame's locals, is not)."""
+        exc, self._exception = self._exception, None
+        return exc
 
     @property
     def success(self) -> bool:

@@ -91,3 +91,61 @@ def test_checker_output_cannot_send_escape_sequences_to_the_terminal(run, pytest
     out = result.stdout.str()
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b[2J\\x1b]0;owned\\x07cleared" in out
+
+
+RAISING = '''
+from pytest_agentbench import Agent, Action, Benchmark, Observation, Task, Verdict
+
+def choose(items):
+    return items[5]
+
+class MyAgent(Agent):
+    name = "mine"
+    def act(self, observation, task, history=None):
+        return Action(type="click", x=choose([1, 2]), y=3)
+
+def open_app(path):
+    raise ConnectionError(f"no app at {path}")
+
+class Env(Benchmark):
+    name = "env"
+    def list_tasks(self, limit=None): return [Task(task_id="t1", domain="d")]
+    def reset(self, task): return open_app("/opt/app")
+    def step(self, action): return Observation()
+    def evaluate(self, task, final_action): return Verdict(score=1.0, passed=True)
+
+def pytest_agentbench_register_agents(registry):
+    registry.register("mine", lambda config: MyAgent())
+
+def pytest_agentbench_register_benchmarks(registry):
+    registry.register("env", lambda config: Env())
+'''
+
+
+def test_an_exception_in_the_users_agent_shows_the_users_frames_not_the_plugins(run, pytester):
+    pytester.makeconftest(RAISING)
+    result = run("--bench=mock", "--bench-agent=mine", "--bench-limit=1")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["conftest.py:*: in act", "*def choose(items):", ">*return items?5?",
+                                 "E       IndexError: list index out of range", "conftest.py:*: IndexError",
+                                 "*direct cause*", "E   Failed: agent error: agent failed: IndexError*"])
+    assert "pytest_agentbench" not in result.stdout.str().split("FAILURES", 1)[1].split("= agentbench =")[0]
+
+
+def test_an_exception_in_the_users_reset_is_a_setup_error_with_the_users_frames(run, pytester):
+    pytester.makeconftest(RAISING)
+    result = run("--bench=env")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*def open_app(path):", ">*raise ConnectionError*",
+                                 "E       ConnectionError: no app at /opt/app", "*direct cause*",
+                                 "E   Failed: infrastructure error:*"])
+
+
+def test_pdb_stops_in_the_users_frame(pytester):
+    import sys
+
+    pytester.makeconftest(RAISING)
+    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench=mock",
+                          "--bench-agent=mine", "--bench-limit=1", "--pdb", stdin=b"p items\ncontinue\n", timeout=120)
+    result.stdout.fnmatch_lines(["*PDB post_mortem*", "> */conftest.py(4)choose()", "-> return items?5?",
+                                 "(Pdb) ?1, 2?"])

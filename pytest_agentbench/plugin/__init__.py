@@ -103,6 +103,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         node_args.select(config, items, ("bench/", "audit/"))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_exception_interact(node: pytest.Item | pytest.Collector, call: pytest.CallInfo[Any],
+                              report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Before ``--pdb`` (or another interactive hook) looks at a benchmark item's failure, put the
+    exception of the user's agent, environment or checker in its place (the outcome was raised
+    from it): the debugger then stops in the user's frame that raised, not in this plugin."""
+    excinfo = call.excinfo
+    if (excinfo is not None and node.nodeid.startswith("bench/") and isinstance(excinfo.value, pytest.fail.Exception)
+            and excinfo.value.__cause__ is not None):
+        call.excinfo = pytest.ExceptionInfo.from_exception(excinfo.value.__cause__)
+
+
 def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]) -> None:
     """Under xdist the controller collects nothing: the first trajectory result a worker sends
     loads the trajectory summary and the ``--trajectory-min`` gate."""

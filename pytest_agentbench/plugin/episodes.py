@@ -22,6 +22,7 @@ from pytest_agentbench.plugin.integrations import described, resolve, source_of
 from pytest_agentbench.plugin.markers import claimed, mark
 from pytest_agentbench.plugin.outcomes import EpisodeFailed, raise_outcome
 from pytest_agentbench.plugin.state import (
+    CAUSE_KEY,
     OUTCOME_KEY,
     RECORD_KEY,
     STATE_KEY,
@@ -31,6 +32,9 @@ from pytest_agentbench.plugin.state import (
     task_from_item,
 )
 from pytest_agentbench.plugin.trials import TRIAL_KEY, task_nodes
+
+#: This package's folder: frames from it are cut from the traceback of a user's exception.
+PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + "/"
 
 
 def task_nodeid(suite: str, task: dict[str, Any]) -> str:
@@ -120,7 +124,7 @@ def play_item(config: pytest.Config, agent: Agent, node: pytest.Item | None = No
     record = node.stash[RECORD_KEY] = state.play(node, task, bench, bench.agent_for(task) or agent)
     outcome = node.stash[OUTCOME_KEY]
     if outcome.kind == "error":
-        pytest.fail(outcome.message, pytrace=False)
+        raise_outcome(outcome, node.stash.get(CAUSE_KEY, None))
     return record
 
 
@@ -159,11 +163,19 @@ class BenchItem(pytest.Function):
         super().runtest()
         outcome = self.stash[OUTCOME_KEY]
         del self.stash[OUTCOME_KEY]  # read last here (a rerun plays again and sets it anew): not held to the end
-        raise_outcome(outcome)
+        raise_outcome(outcome, self.stash.get(CAUSE_KEY, None))
+
+    def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        """The traceback of an agent's, environment's or checker's exception shows the user's
+        frames: this plugin's own (the episode loop, the outcome) are cut, as pytest cuts its own."""
+        traceback = super()._traceback_filter(excinfo)
+        return traceback.filter(lambda entry: not str(entry.path).startswith(PACKAGE_DIR))
 
     def teardown(self) -> None:
         super().teardown()
         release_fixture_finalizers(self)
+        if CAUSE_KEY in self.stash:  # its traceback holds every frame's locals: not to the end of the run
+            del self.stash[CAUSE_KEY]
         if RECORD_KEY in self.stash:  # a rerun plays again; the reports hold what is kept
             del self.stash[RECORD_KEY]
 

@@ -21,13 +21,20 @@ class EpisodeFailed(pytest.fail.Exception):  # type: ignore[name-defined, misc] 
 EpisodeFailed.__name__ = EpisodeFailed.__qualname__ = "Failed"
 
 
-def raise_outcome(outcome: Outcome) -> None:
-    """Turn an outcome into pytest's control flow. ``error`` raises from setup (the caller's job)."""
+def raise_outcome(outcome: Outcome, cause: BaseException | None = None) -> None:
+    """Turn an outcome into pytest's control flow. ``error`` raises from setup (the caller's job).
+
+    ``cause``: the exception of the user's agent, environment or checker behind an error; raised
+    as the outcome's cause, so pytest shows its frames (the item cuts this plugin's) and ``--pdb``
+    stops where it was raised (``pytest_exception_interact`` in ``plugin/__init__.py``)."""
     if outcome.kind == "passed":
         return
     message = printable(outcome.message)  # checker output may hold terminal escape sequences
     if outcome.kind == "skipped":
         pytest.skip(message)
-    if outcome.kind == "failed":
-        raise EpisodeFailed(message, pytrace=False)
-    pytest.fail(message, pytrace=False)
+    failure = EpisodeFailed(message, pytrace=cause is not None) if outcome.kind == "failed" else \
+        pytest.fail.Exception(message, pytrace=cause is not None)
+    if cause is not None:
+        raise failure from cause
+    raise failure
+

@@ -19,6 +19,7 @@ from pytest_agentbench.plugin.artifacts import save_episode
 from pytest_agentbench.plugin.bridge import usage_errors
 from pytest_agentbench.plugin.episodes import BenchItem, suites_for
 from pytest_agentbench.plugin.state import (  # noqa: F401 - re-exported: conftests reach the run's state here
+    CAUSE_KEY,
     OUTCOME_KEY,
     PAYLOAD_ATTR,
     PAYLOAD_KEY,
@@ -281,6 +282,9 @@ class AgentbenchPlugin:
         outcome = (item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item)
                    or default_outcome(record))
         item.stash[OUTCOME_KEY] = outcome
+        cause = record.take_exception()
+        if cause is not None and outcome.kind in ("failed", "error"):
+            item.stash[CAUSE_KEY] = cause
         payload = save_episode(self, item, task, record, outcome, time.perf_counter() - started)
         payload.update(trial)
         item.config.hook.pytest_agentbench_episode_finished(record=record, item=item, payload=payload)

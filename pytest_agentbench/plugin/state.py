@@ -20,6 +20,8 @@ OUTCOME_KEY = pytest.StashKey["Outcome"]()
 PAYLOAD_KEY = pytest.StashKey[dict[str, Any]]()
 #: The episode record of an item being run: set when the episode has played (in setup), removed at teardown.
 RECORD_KEY = pytest.StashKey["EpisodeRecord"]()
+#: The exception behind an item's agent, environment or checker error, until its outcome is raised
+CAUSE_KEY = pytest.StashKey[BaseException]()
 PAYLOAD_ATTR = "agentbench"  # the report attribute holding the item's record (plain JSON)
 #: An episode item's task (a plain dict from the manifest); only episode items carry it.
 TASK_KEY = pytest.StashKey[dict[str, Any]]()

@@ -56,6 +56,7 @@ class RunFolder:
         self._results_fd: int | None = None
         self._results_size = 0
         self._closer: weakref.finalize[..., Any] | None = None
+        self._unlock: weakref.finalize[..., Any] | None = None
 
     @classmethod
     def create(cls, results_dir: Path, run_name: str) -> RunFolder:
@@ -161,7 +162,7 @@ class RunFolder:
         run appending to this folder at once (two ``--bench-resume`` of it) is refused
         (``OSError``) before it plays anything. A lock file, not results.jsonl, because resuming
         replaces results.jsonl with its final records."""
-        if getattr(self, "_lock_fd", None) is not None:
+        if self._unlock is not None:
             return
         import fcntl
 
@@ -171,14 +172,17 @@ class RunFolder:
         except BlockingIOError:
             os.close(fd)
             raise OSError(errno.EBUSY, f"{self.path} is being written by another run at this moment") from None
-        self._lock_fd: int | None = fd
-        weakref.finalize(self, os.close, fd)
+        self._unlock = weakref.finalize(self, os.close, fd)  # closing the descriptor releases the lock
 
     def close(self) -> None:
-        """Close results.jsonl (appending again reopens it). Safe to call more than once."""
+        """Close results.jsonl (appending again reopens it) and release the folder's lock. Safe to
+        call more than once."""
         closer, self._closer, self._results_fd = self._closer, None, None
         if closer is not None:
             closer()
+        unlock, self._unlock = self._unlock, None
+        if unlock is not None:
+            unlock()
 
     def read_results(self) -> list[dict[str, Any]]:
         return read_results(self.results_path)
