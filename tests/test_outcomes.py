@@ -24,13 +24,18 @@ def test_each_episode_end_gets_its_outcome(outcome_run):
         "bench/outcomes::d::fail": ["checker failed: wrong file content",
                                     "score 0.000 after 1 step: wrong file content"],
         "bench/outcomes::d::partial": ["checker failed: b", "score 0.500 after 1 step: failed: b"],
-        "bench/outcomes::d::agent_crash": ["agent error: agent failed: ValueError: model returned garbage",
-                                           "after 0 steps"],
+        # an exception of the user's own code: its frames first, then the outcome it caused
+        "bench/outcomes::d::agent_crash": [">*raise ValueError(*", "E*ValueError: model returned garbage",
+                                           "*direct cause*",
+                                           "E   Failed: agent error: agent failed: ValueError: model returned garbage",
+                                           "    after 0 steps"],
         "bench/outcomes::d::agent_error": ["agent error: agent reported an error: gave up", "after 0 steps"],
         "ERROR at setup of bench/outcomes::d::infra": [
-            "infrastructure error: environment reset failed: ConnectionError: VM unreachable"],
+            "E*ConnectionError: VM unreachable", "*direct cause*",
+            "E   Failed: infrastructure error: environment reset failed: ConnectionError: VM unreachable"],
         "ERROR at setup of bench/outcomes::d::checker_crash": [
-            "evaluation error: checker failed: RuntimeError: checker exploded"],
+            "E*RuntimeError: checker exploded", "*direct cause*",
+            "E   Failed: evaluation error: checker failed: RuntimeError: checker exploded"],
     }
     for header, lines in expected.items():
         result.stdout.fnmatch_lines([f"_* {header} _*", *lines])
@@ -38,8 +43,8 @@ def test_each_episode_end_gets_its_outcome(outcome_run):
                                  "FAILED bench/outcomes::d::partial - Failed: checker failed: b"])
     result.stdout.fnmatch_lines(["PASSED bench/outcomes::d::pass"])
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] bench/outcomes::d::unevaluated: not evaluated: needs an LLM judge"])
-    # One-line reasons, no tracebacks from the plugin's internals.
-    assert "episode.py" not in out and "Traceback" not in out
+    # No frames of the plugin's internals (the user's own code shows its frames).
+    assert "episode.py" not in out and "pytest_agentbench" not in out and "Traceback" not in out
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
