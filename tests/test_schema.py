@@ -96,12 +96,14 @@ def test_shipped_schema_is_what_the_models_generate(kind):
     shipped = (resources.files("pytest_agentbench") / "record" / "schema" / f"{kind}.schema.json").read_text(
         encoding="utf-8")
     assert shipped == schemas.schema_text(kind), (
-        f"{kind}.schema.json differs from record/models.py: run python -m pytest_agentbench.record.schemas")
+        f"{kind}.schema.json differs from record/models.py: run python -m pytest_agentbench.record.schemas --write")
 
 
 def test_schema_check_catches_a_stale_file(tmp_path, capsys):
-    assert schemas.main(["--dir", str(tmp_path)]) == 0
+    assert schemas.main(["--dir", str(tmp_path)]) == 1 and not list(tmp_path.iterdir())  # only --write writes
+    assert schemas.main(["--write", "--dir", str(tmp_path)]) == 0
     assert schemas.main(["--check", "--dir", str(tmp_path)]) == 0 and not schemas.stale(tmp_path)
+    assert schemas.main(["--dir", str(tmp_path)]) == 0
     path = tmp_path / "result.schema.json"
     edited = json.loads(path.read_text())
     edited["properties"]["status"]["enum"].append("rerun")  # the drift the generation exists to prevent
@@ -109,7 +111,8 @@ def test_schema_check_catches_a_stale_file(tmp_path, capsys):
     (tmp_path / "summary.schema.json").unlink()
     assert schemas.stale(tmp_path) == [path, tmp_path / "summary.schema.json"]
     assert schemas.main(["--check", "--dir", str(tmp_path)]) == 1
-    assert "result.schema.json is out of date" in capsys.readouterr().err
+    assert "result.schema.json is out of date: run python -m pytest_agentbench.record.schemas --write" in \
+        capsys.readouterr().err
 
 
 def test_models_reject_what_the_schemas_reject(pytester, run):

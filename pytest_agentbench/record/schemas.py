@@ -1,9 +1,11 @@
 """Generate the shipped JSON Schemas (``record/schema/*.schema.json``) from ``record/models.py``.
 
-    python -m pytest_agentbench.record.schemas          # rewrite the four files
-    python -m pytest_agentbench.record.schemas --check  # exit 1 when a shipped file is out of date
+    python -m pytest_agentbench.record.schemas --write  # rewrite the four files
+    python -m pytest_agentbench.record.schemas          # exit 1 when a shipped file is out of date
 
-The files are generated, never edited by hand: change the models, run this, commit both. A test
+Writing is asked for (``--write``): without it the command only checks, so running it against an
+installed package never rewrites that package's files. The files are generated, never edited by
+hand: change the models, run this with ``--write``, commit both. A test
 compares the shipped files with :func:`schema_text`, so a model changed without regenerating (or a
 file edited by hand) fails the suite.
 """
@@ -153,13 +155,17 @@ def write_schemas(folder: Path = SCHEMA_DIR) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report files that are out of date (exit 1)")
+    parser.add_argument("--write", action="store_true", help="rewrite the schema files from the models")
+    parser.add_argument("--check", action="store_true", help="only report files that are out of date, exit 1 "
+                        "(what the command does without --write; kept for scripts that pass it)")
     parser.add_argument("--dir", type=Path, default=SCHEMA_DIR, help="where the schema files are (default: shipped)")
     args = parser.parse_args(argv)
-    if args.check:
+    if args.write and args.check:
+        parser.error("--write and --check exclude each other")
+    if not args.write:
         out_of_date = stale(args.dir)
         for path in out_of_date:
-            print(f"{path} is out of date: run python -m pytest_agentbench.record.schemas", file=sys.stderr)
+            print(f"{path} is out of date: run python -m pytest_agentbench.record.schemas --write", file=sys.stderr)
         return 1 if out_of_date else 0
     for path in write_schemas(args.dir):
         print(path)
