@@ -691,3 +691,12 @@ def test_a_symlink_in_a_task_folder_never_copies_a_host_file_in(run, pytester: p
     assert "must be a regular file in the task folder, not a symlink" in result.stdout.str()
     folder = only_run_folder(pytester.path)
     assert all("HOST-SECRET-CONTENT" not in p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())
+
+
+def test_items_that_cannot_run_here_are_named_in_the_summary_not_only_under_rs(run, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    result = run("--bench=opencomputer", f"--opencomputer-tasks={TASKS}", "--opencomputer-harness=builtin")
+    assert result.ret == pytest.ExitCode.OK
+    skipped = result.parseoutcomes()["skipped"]
+    result.stdout.fnmatch_lines([f"OpenComputer: {skipped} of {skipped} item(s) were not run here (skipped):",
+                                 "  1 x app * cannot run: no desktop here: DISPLAY is not set*"])

@@ -42,6 +42,23 @@ def pytest_agentbench_terminal_summary(terminalreporter: object, records: list[d
         terminalreporter.write_line("")  # type: ignore[attr-defined]
         for line in render(mockmed):
             terminalreporter.write_line(line)  # type: ignore[attr-defined]
+    not_run = [r for r in records if r.get("benchmark") == "opencomputer" and r.get("status") == "skipped"]
+    if not_run:
+        # Items that cannot run here (no display, an app not installed, no end state) are skipped,
+        # which exits 0: say why without -rs, so a run that graded nothing does not read as green.
+        from collections import Counter
+
+        from pytest_agentbench.text import shorten
+
+        total = sum(1 for r in records if r.get("benchmark") == "opencomputer")
+        why = Counter(shorten(r.get("reason") or "no reason given", 160) for r in not_run)
+        terminalreporter.write_line("")  # type: ignore[attr-defined]
+        terminalreporter.write_line(  # type: ignore[attr-defined]
+            f"OpenComputer: {len(not_run)} of {total} item(s) were not run here (skipped):", yellow=True)
+        for reason, count in why.most_common(3):
+            terminalreporter.write_line(f"  {count} x {reason}")  # type: ignore[attr-defined]
+        if len(why) > 3:
+            terminalreporter.write_line(f"  ... and {len(why) - 3} other reason(s) (-rs lists every item)")  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)
