@@ -38,6 +38,7 @@ from pytest_agentbench.benchmark import EvaluationError
 from pytest_agentbench.budget import BudgetSpent
 from pytest_agentbench.deadline import Alarm, DeadlinePassed
 from pytest_agentbench.model import Action, EpisodeRecord, Observation, Step, Verdict
+from pytest_agentbench.text import shorten
 
 if TYPE_CHECKING:
     from pytest_agentbench.agent import Agent
@@ -169,9 +170,9 @@ def run_episode(
             phase = "evaluate"
             verdict = benchmark.evaluate(task, record.final_action)
             if not isinstance(verdict, Verdict):
-                shown = repr(verdict) if len(repr(verdict)) <= 60 else repr(verdict)[:57] + "..."
                 raise EvaluationError(f"{type(benchmark).__name__}.evaluate() returned {type(verdict).__name__} "
-                                      f"{shown}, not a Verdict: return Verdict(score=..., passed=..., reason=...)")
+                                      f"{shorten(repr(verdict), 60)}, not a Verdict: "
+                                      "return Verdict(score=..., passed=..., reason=...)")
             record.verdict = verdict
     except (KeyboardInterrupt, SystemExit):
         raise

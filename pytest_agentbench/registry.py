@@ -72,8 +72,9 @@ class _Registry(Generic[T]):
                               f"{made.__name__}, not an instance: return {made.__name__}(...)")
         if lacking:
             from pytest_agentbench.errors import ConfigError
+            from pytest_agentbench.text import shorten
 
-            shown = repr(made) if len(repr(made)) <= 60 else repr(made)[:57] + "..."
+            shown = shorten(repr(made), 60)
             raise ConfigError(
                 f"the factory registered for {self.kind} {entry.name!r} returned {type(made).__name__} {shown}, which "
                 f"lacks {', '.join(a + '()' for a in lacking)}: a factory is called as factory(config) and returns the "

@@ -254,8 +254,8 @@ def host_uid() -> int:
     process of that account could reach into a running sandbox (``/proc/<pid>/root``), and
     ``RLIMIT_NPROC``, which counts every process of a uid, counted all of that account's
     processes against each sandbox's limit."""
-    pid_slot = os.getpid() % ((1 << 31) // _UIDS_PER_PROCESS - (HOST_UID_BASE // _UIDS_PER_PROCESS))
-    return HOST_UID_BASE + pid_slot * _UIDS_PER_PROCESS + next(_uid_counter) % _UIDS_PER_PROCESS
+    # Linux pids are below 2^22, so the uid stays below 2^30 + 2^28
+    return HOST_UID_BASE + os.getpid() % (1 << 22) * _UIDS_PER_PROCESS + next(_uid_counter) % _UIDS_PER_PROCESS
 
 
 def drop_argv(uid: int) -> list[str]:
