@@ -276,6 +276,7 @@ def row_trajectory() -> tuple[Side, Side]:
     import trajectory_items
 
     folder = Path(tempfile.mkdtemp(prefix="agentbench-goals-cases-"))
+    atexit.register(shutil.rmtree, folder, True)
     expected = trajectory_items.write_cases(folder / "cases", 1000)
     failing = expected.get("failed", 0)
     return (Side([str(folder / "cases")], expect=rf"\b{failing} failed", rc=(0, 1)),

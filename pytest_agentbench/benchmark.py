@@ -45,6 +45,14 @@ class Benchmark(ABC):
     def list_tasks(self, limit: int | None = None) -> list[Task]:
         """All tasks, or at least the first ``limit`` of them (the caller sorts and slices)."""
 
+    def list_task_data(self, limit: int | None = None) -> list[dict[str, Any]] | None:
+        """Optional: ``list_tasks`` as the run's manifest holds them, each a ``Task``'s
+        ``model_dump(mode="json", exclude_defaults=True)``, for a benchmark that reads them from
+        files and can give them without building a ``Task`` each. Collection then never imports
+        the models, which costs more than listing a hundred tasks. ``None`` (the default): the
+        manifest is made from ``list_tasks``. The dicts are checked as Tasks' ids and domains are."""
+        return None
+
     def load_task(self, task_id: str) -> Task:
         """The task with this id. Raises ``KeyError`` naming the id when there is none."""
         for task in self.list_tasks():

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.names import name_problem, shown
 from pytest_agentbench.shared_values import SharedValues
-from pytest_agentbench.text import one_line
+from pytest_agentbench.text import one_line, shorten
 
 if TYPE_CHECKING:
     from pytest_agentbench.benchmark import Benchmark
@@ -116,6 +116,29 @@ def _check_task(benchmark: str, task: Any) -> None:
             raise ConfigError(f"benchmark {benchmark!r}: {attr} {shown(value)} {problem}")
 
 
+def _task_data(bench: Any, limit: int | None) -> list[dict[str, Any]] | None:
+    """The benchmark's ``list_task_data`` (a Benchmark's optional shortcut past the models), or None."""
+    method = getattr(bench, "list_task_data", None)
+    return method(limit) if callable(method) else None
+
+
+def _check_task_data(benchmark: str, data: Any) -> None:
+    """A task from ``list_task_data``: a dict whose id and domain may become node names."""
+    if not isinstance(data, dict) or not isinstance(data.get("task_id"), str) or not data["task_id"]:
+        raise ConfigError(f"benchmark {benchmark!r}: list_task_data gave {shorten(repr(data), 80)}, not a task dict "
+                          "with a non-empty task_id (a Task's model_dump(mode='json', exclude_defaults=True))")
+    for attr in ("task_id", "domain"):
+        value = data.get(attr, "default")
+        problem = name_problem(value) if isinstance(value, str) else "is not a string"
+        if problem is not None:
+            raise ConfigError(f"benchmark {benchmark!r}: {attr} {shown(value)} {problem}")
+
+
+def _check_unique(benchmark: str, task_id: str, seen: dict[str, Any]) -> None:
+    if task_id in seen:
+        raise ConfigError(f"benchmark {benchmark!r} has two tasks with id {task_id!r}; ids must be unique")
+
+
 def _sort_key(task: dict[str, Any]) -> tuple[str, str]:
     return (task.get("domain", "default"), task["task_id"])
 
@@ -146,7 +169,8 @@ def resolve(
         try:
             bench = instances.get(name) or registry.checked(entry, entry.factory(config))
             instances[name] = bench
-            tasks = bench.list_tasks(None if wanted else settings.tasks)
+            listed = None if wanted else _task_data(bench, settings.tasks)
+            tasks = bench.list_tasks(None if wanted else settings.tasks) if listed is None else []
         except ConfigError:
             raise
         except (ValueError, KeyError, OSError) as exc:
@@ -154,8 +178,7 @@ def resolve(
         by_id: dict[str, Any] = {}
         for task in tasks:
             _check_task(name, task)
-            if task.task_id in by_id:
-                raise ConfigError(f"benchmark {name!r} has two tasks with id {task.task_id!r}; ids must be unique")
+            _check_unique(name, task.task_id, by_id)
             by_id[task.task_id] = task
         if wanted:
             selected = []
@@ -170,8 +193,12 @@ def resolve(
                 found.add(task_id)
             tasks = selected
         dumped = []
-        for task in tasks:
-            data = task.model_dump(mode="json", exclude_defaults=True)
+        for data in listed if listed is not None else (t.model_dump(mode="json", exclude_defaults=True) for t in tasks):
+            if listed is not None:
+                _check_task_data(name, data)
+                _check_unique(name, data["task_id"], by_id)
+                by_id[data["task_id"]] = data
+                data = dict(data)
             data["benchmark"] = name
             data.setdefault("domain", "default")
             shared.share(data)

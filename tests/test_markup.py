@@ -19,6 +19,10 @@ class Hostile(Benchmark):
         if os.environ.get("HOSTILE_UNVALIDATED"):
             return [Task.model_construct(**{"task_id": "t1", "domain": "d", field: value})]
         return [Task(**{"task_id": "t1", "domain": "d", field: value})]
+    def list_task_data(self, limit=None):
+        if os.environ.get("HOSTILE_DATA"):
+            return [{"task_id": "t1", "domain": "d", os.environ["HOSTILE_FIELD"]: os.environ["HOSTILE_VALUE"]}]
+        return None
     def reset(self, task):
         return Observation(window_title="w")
     def step(self, action):
@@ -35,14 +39,16 @@ VALUES = ['<img src=x onerror="window.pwned=1">', "<script>window.pwned=1</scrip
 
 
 @pytest.mark.parametrize("field", ["task_id", "domain"])
-@pytest.mark.parametrize("unvalidated", [False, True], ids=["Task", "model_construct"])
+@pytest.mark.parametrize("listed", ["Task", "model_construct", "list_task_data"])
 @pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
-def test_a_hostile_id_or_domain_is_one_usage_line(run, pytester, monkeypatch, field, value, unvalidated):
+def test_a_hostile_id_or_domain_is_one_usage_line(run, pytester, monkeypatch, field, value, listed):
     pytester.makeconftest(HOSTILE)
     monkeypatch.setenv("HOSTILE_FIELD", field)
     monkeypatch.setenv("HOSTILE_VALUE", value)
-    if unvalidated:
+    if listed == "model_construct":
         monkeypatch.setenv("HOSTILE_UNVALIDATED", "1")
+    elif listed == "list_task_data":  # the shortcut past the models (a Benchmark's list_task_data)
+        monkeypatch.setenv("HOSTILE_DATA", "1")
     result = run("--bench=hostile")
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     errors = [line for line in result.stderr.lines if line.startswith("ERROR")]

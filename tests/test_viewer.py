@@ -670,7 +670,11 @@ def test_rows_streamed_one_at_a_time_give_the_json_of_the_whole_value(rows):
             yield row
 
     text = "".join(json_pieces_with_rows(data, "tasks", one_by_one()))
-    assert text == json.dumps({**data, "tasks": rows}, indent=2, sort_keys=True)
+    assert json.loads(text) == {**data, "tasks": rows}
+    # compact (C-encoded), each row whole on a line of its own
+    assert text.splitlines()[1:-1] == [json.dumps(r, separators=(",", ":"), sort_keys=True) + "," for r in rows][:-1] \
+        + [json.dumps(r, separators=(",", ":"), sort_keys=True) for r in rows][-1:]
+    assert "  " not in text
     assert taken == rows
     with pytest.raises(ValueError, match="'a' is in the data already"):
         list(json_pieces_with_rows(data, "a", iter(rows)))

@@ -51,6 +51,30 @@ def test_all_154_upstream_tasks_load_keyed_by_stem():
         assert task.benchmark == "waa"
 
 
+def test_task_data_is_the_manifest_form_of_each_task():
+    """``task_data`` (what collection uses, with no model built) is exactly each Task's manifest
+    form, for every upstream task, infeasible ones (tags) and snapshots included."""
+    data = TaskSet(EXAMPLES).task_data()
+    tasks = TaskSet(EXAMPLES).tasks()
+    assert data == [t.model_dump(mode="json", exclude_defaults=True) for t in tasks]
+    assert any("tags" in d for d in data) and any("tags" not in d for d in data)
+    assert TaskSet(EXAMPLES).task_data(3) == data[:3]
+
+
+def test_a_waa_collection_loads_no_models(pytester):
+    """Listing WAA tasks builds no ``Task``: the models (pydantic) stay unloaded in --collect-only."""
+    pytester.makeconftest("""
+import sys
+
+def pytest_collection_finish(session):
+    print("models loaded:", [m for m in ("pytest_agentbench.model", "pydantic") if m in sys.modules])
+""")
+    result = pytester.runpytest_subprocess("--bench=waa", f"--waa-examples={EXAMPLES}", "--collect-only", "-q",
+                                           "-s", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["models loaded: ?]", "*154 tests collected*"])
+
+
 def test_the_stem_wins_over_the_internal_id():
     tasks = {t.task_id: t for t in TaskSet(EXAMPLES).tasks()}
     differing = {stem: t.raw_config["id"] for stem, t in tasks.items() if t.raw_config["id"] != stem}

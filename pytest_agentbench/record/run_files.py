@@ -10,8 +10,6 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_jsonable_python
-
 from pytest_agentbench import metrics as m
 from pytest_agentbench.record.runfolder import task_json
 
@@ -67,6 +65,8 @@ def action_json(action: Action) -> dict[str, Any]:
     if not out.get("keys", True):
         del out["keys"]
     if "raw" in out:
+        from pydantic_core import to_jsonable_python  # here: collection never loads pydantic
+
         out["raw"] = to_jsonable_python(out["raw"])  # agent data: whatever it holds, as model_dump would
     return out
 
@@ -75,7 +75,11 @@ _PLAIN = (str, int, float, bool)
 
 
 def _jsonable(value: Any) -> Any:
-    return value if value is None or type(value) in _PLAIN else to_jsonable_python(value)
+    if value is None or type(value) in _PLAIN:
+        return value
+    from pydantic_core import to_jsonable_python  # here: collection never loads pydantic
+
+    return to_jsonable_python(value)
 
 
 def criterion_json(criterion: Criterion) -> dict[str, Any]:
@@ -171,16 +175,15 @@ def write_summary(folder: RunFolder, summary: dict[str, Any], records: list[dict
     results.jsonl holds, in its order, when the caller has them; the viewer then takes them, and
     ``summary``, from here instead of parsing both files back. ``tasks``: the per-task lines of a
     summary made without them (``run_summary(..., task_fields=None)``), written under ``tasks``
-    as they come; the file is the same as for the summary holding them. ``record_texts``: the
+    as they come; the file is the same as for the summary holding them: compact JSON, one task
+    per line (``streamed.json_pieces_with_rows``). ``record_texts``: the
     records' results.jsonl lines as written, which the viewer embeds as they are."""
+    from pytest_agentbench.record.streamed import json_pieces_with_rows, write_text_pieces
     from pytest_agentbench.record.viewer import write_viewer
 
-    if tasks is None:
-        folder.write_json(folder.summary_path, summary)
-    else:
-        from pytest_agentbench.record.streamed import json_pieces_with_rows, write_text_pieces
-
-        folder.summary_path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_pieces(folder.summary_path, json_pieces_with_rows(summary, "tasks", tasks))
+    head = {k: v for k, v in summary.items() if k != "tasks"}
+    rows = summary.get("tasks", []) if tasks is None else tasks
+    folder.summary_path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_pieces(folder.summary_path, json_pieces_with_rows(head, "tasks", rows))
     write_viewer(folder.path, summary=summary if records is not None else None, records=records,
                  record_texts=record_texts if records is not None else None)

@@ -141,6 +141,9 @@ class WAABenchmark(Benchmark):
     def list_tasks(self, limit: int | None = None) -> list[Task]:
         return self.taskset.tasks(limit)
 
+    def list_task_data(self, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.taskset.task_data(limit)
+
     def task_source(self, task: Task) -> Path:
         """The task's JSON file: reports locate its item there."""
         return self.taskset.tree.task_file(task.domain, task.task_id)

@@ -17,10 +17,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.model import Task
 from pytest_agentbench.text import one_line
+
+if TYPE_CHECKING:
+    from pytest_agentbench.model import Task
 
 BENCHMARK = "waa"
 #: ``--waa-index`` names and the index files they stand for.
@@ -177,8 +179,11 @@ def is_infeasible(data: dict[str, Any]) -> bool:
     return func == "infeasible" or (isinstance(func, list) and "infeasible" in func)
 
 
-def read_task(path: Path, domain: str, stem: str) -> Task:
-    """One task file as a ``Task`` with the stem as id and the whole JSON as ``raw_config``."""
+def read_task_data(path: Path, domain: str, stem: str) -> dict[str, Any]:
+    """One task file as the manifest holds a task (a ``Task``'s ``model_dump(mode="json",
+    exclude_defaults=True)``): the stem as id and the whole JSON as ``raw_config``. Collection
+    needs no more, so it never builds a model (importing the models is a third of a WAA
+    ``--collect-only``)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -189,22 +194,24 @@ def read_task(path: Path, domain: str, stem: str) -> Task:
         raise WAATaskError(f"WAA task file {path} cannot be read: {one_line(exc)}") from None
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise WAATaskError(f"WAA task file {path} is not valid WAA JSON: {exc}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        problem = exc if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        raise WAATaskError(f"WAA task file {path} is not valid WAA JSON: {problem}") from None
     check_task_json(data, path)
-    infeasible = is_infeasible(data)
-    return Task(
-        task_id=stem,
-        instruction=data["instruction"].strip(),
-        domain=domain,
-        benchmark=BENCHMARK,
-        tags=["infeasible"] if infeasible else [],
-        # Upstream WAA runs each task with max_steps=15; an explicit --bench-max-steps still wins.
-        time_limit_steps=UPSTREAM_MAX_STEPS,
-        initial_state_ref=data.get("snapshot") if isinstance(data.get("snapshot"), str) else None,
-        raw_config=data,
-        evaluation_spec=data["evaluator"],
-    )
+    task: dict[str, Any] = {"task_id": stem, "instruction": data["instruction"].strip(), "domain": domain,
+                            "benchmark": BENCHMARK}
+    if is_infeasible(data):
+        task["tags"] = ["infeasible"]
+    # Upstream WAA runs each task with max_steps=15; an explicit --bench-max-steps still wins.
+    task["time_limit_steps"] = UPSTREAM_MAX_STEPS
+    if isinstance(data.get("snapshot"), str):
+        task["initial_state_ref"] = data["snapshot"]
+    if data:
+        task["raw_config"] = data
+    task["evaluation_spec"] = data["evaluator"]
+    if not task["instruction"]:
+        del task["instruction"]
+    return task
 
 
 class TaskSet:
@@ -219,6 +226,7 @@ class TaskSet:
         self._index: dict[str, list[str]] | None = None
         self._index_path: Path | None = None
         self._tasks: dict[str, Task] = {}
+        self._data: dict[str, dict[str, Any]] = {}
 
     @property
     def tree(self) -> TaskTree:
@@ -256,15 +264,29 @@ class TaskSet:
     def _read(self, domain: str, stem: str) -> Task:
         task = self._tasks.get(stem)
         if task is None:
-            task = read_task(self.tree.task_file(domain, stem), domain, stem)
+            from pytest_agentbench.model import Task
+
+            task = Task(**self._read_data(domain, stem))
             self._tasks[stem] = task
         return task
 
-    def tasks(self, limit: int | None = None) -> list[Task]:
+    def _read_data(self, domain: str, stem: str) -> dict[str, Any]:
+        data = self._data.get(stem)
+        if data is None:
+            data = read_task_data(self.tree.task_file(domain, stem), domain, stem)
+            self._data[stem] = data
+        return data
+
+    def _entries(self, limit: int | None) -> list[tuple[str, str]]:
         entries = self.entries()
-        if limit is not None:
-            entries = entries[:limit]
-        return [self._read(domain, stem) for domain, stem in entries]
+        return entries if limit is None else entries[:limit]
+
+    def tasks(self, limit: int | None = None) -> list[Task]:
+        return [self._read(domain, stem) for domain, stem in self._entries(limit)]
+
+    def task_data(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """``tasks`` as the manifest holds them, without building a model (``read_task_data``)."""
+        return [self._read_data(domain, stem) for domain, stem in self._entries(limit)]
 
     def find(self, stem: str) -> Task:
         """The task with this stem: from the index, else a task file of that stem in any domain

@@ -32,10 +32,12 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
-from pytest_agentbench.model import Criterion, Verdict
+
+if TYPE_CHECKING:
+    from pytest_agentbench.model import Criterion, Verdict
 
 WORKER = Path(__file__).with_name("upstream_worker.py")
 #: Runs the worker by path, so its folder (this package's modules) never lands on ``sys.path``
@@ -193,6 +195,8 @@ class UpstreamEvaluator:
 
 def verdict_from(result: UpstreamResult, task: dict[str, Any]) -> Verdict:
     """Turn the worker's reply into a Verdict, or raise when it is not a judgement of the VM."""
+    from pytest_agentbench.model import Verdict  # here: collecting WAA tasks never loads the models
+
     raw = result.raw
     task_id = task.get("id", "?")
     if raw.get("problem"):
@@ -216,6 +220,8 @@ def verdict_from(result: UpstreamResult, task: dict[str, Any]) -> Verdict:
 
 
 def _criteria(result: UpstreamResult, task: dict[str, Any]) -> list[Criterion]:
+    from pytest_agentbench.model import Criterion
+
     criteria: list[Criterion] = []
     getter_errors: list[str] = []
     for call in result.calls:
