@@ -355,8 +355,10 @@ def test_the_gate_ignores_runs_without_trajectory_items(project, run):
     (("--trajectory-min", "1.5"), "", "*--trajectory-min must be between 0 and 1, got '1.5'*"),
     (("--trajectory-min", "high"), "", "*--trajectory-min must be a score between 0 and 1, such as 0.8, got 'high'*"),
     ((), "agentbench_trajectory_min = lots", "*ini agentbench_trajectory_min: --trajectory-min must be a score*"),
+    (("--case-failures-shown", "some"), "", "*--case-failures-shown must be a whole number of cases or 'all'*"),
+    ((), "agentbench_case_failures_shown = -1", "*agentbench_case_failures_shown*--case-failures-shown must be*"),
 ])
-def test_a_bad_gate_value_is_a_usage_error(project, run, args, ini, message):
+def test_a_bad_gate_or_failure_limit_value_is_a_usage_error(project, run, args, ini, message):
     project.makeini(f"[pytest]\n{ini}\n")
     result = run(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -593,3 +595,42 @@ def test_a_run_of_case_files_alone_keeps_its_collection_out_of_the_gc_walks(run_
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     mixed = run_sub("cases", "test_plain.py", "-s", "-p", "no:xdist")
     mixed.stdout.fnmatch_lines(["*frozen at c1: False*", "*frozen at test_plain: False*"])
+
+
+# -- many failing cases: pytest's failure summary costs failures x items --------------------------------
+def failing_cases(folder: Path, count: int) -> None:
+    for i in range(count):
+        toy_pair(folder, f"bad{i:02d}", {"toy_a": [0.0, False]})
+    toy_pair(folder, "good", {"toy_a": [1.0, True]})
+
+
+def sections(result: pytest.RunResult) -> list[str]:
+    """The failure sections pytest printed, by their headers (``____ c/bad00.case.json::bad00 ____``)."""
+    return [line for line in result.outlines if line.startswith("_") and "bad" in line]
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_failing_cases_past_the_limit_are_left_out_of_the_failure_summary_only(toys, run_sub, workers):
+    failing_cases(toys.path / "c", 23)
+    result = run_sub("c", "--junitxml=junit.xml", *workers)
+    result.assert_outcomes(failed=23, passed=1)
+    assert len(sections(result)) == 20
+    result.stdout.fnmatch_lines(["3 more failing cases are not shown in full above (--case-failures-shown 20)*"])
+    assert len([line for line in result.outlines if line.startswith("FAILED c/bad")]) == 23  # the short summary
+    failures = ET.parse(toys.path / "junit.xml").getroot().iter("failure")
+    assert len([f for f in failures if "toy_a says False" in (f.text or "")]) == 23  # every report whole
+
+
+@pytest.mark.parametrize(("args", "ini", "shown", "note"), [
+    (("--case-failures-shown", "all"), "", 5, False),
+    (("--case-failures-shown", "0"), "", 0, True),
+    ((), "agentbench_case_failures_shown = 2", 2, True),
+    (("--tb=no",), "agentbench_case_failures_shown = 2", 0, False),
+])
+def test_the_failure_summary_limit_is_an_option_and_an_ini_key(toys, run, args, ini, shown, note):
+    toys.makeini(f"[pytest]\n{ini}\n")
+    failing_cases(toys.path / "c", 5)
+    result = run("c", *args)
+    result.assert_outcomes(failed=5, passed=1)
+    assert len(sections(result)) == shown
+    assert ("not shown in full above" in result.stdout.str()) is note

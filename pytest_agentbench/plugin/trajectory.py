@@ -24,6 +24,7 @@ adapters load when the first case file is collected or scored.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -46,6 +47,8 @@ NOT_EVALUATED = "not evaluated"
 #: Scores are compared with this tolerance, so a mean shown as 0.800 meets a threshold of 0.8
 #: (2.4 / 3 is 0.7999999999999999 in floating point).
 TOLERANCE = 1e-9
+#: Failing cases pytest's failure summary shows in full by default (``--case-failures-shown``).
+FAILURES_SHOWN = 20
 
 
 # -- options and the entry points plugin.py calls ----------------------------------------------
@@ -60,6 +63,17 @@ def parse_min(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"--trajectory-min must be between 0 and 1, got {text!r}")
     return value
+
+
+def parse_shown(text: str) -> int:
+    """``--case-failures-shown``: a whole number, or ``all`` (every one: ``sys.maxsize``)."""
+    raw = str(text).strip().lower()
+    if raw == "all":
+        return sys.maxsize
+    if not raw.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"--case-failures-shown must be a whole number of cases or 'all', such as 20, got {text!r}")
+    return int(raw)
 
 
 def configured_min(config: pytest.Config) -> float | None:
@@ -96,7 +110,9 @@ def ensure_reporter(config: pytest.Config) -> None:
     """Register the summary and gate once per run (called on the controller; under xdist by
     plugin.py when the first trajectory result arrives from a worker)."""
     if not config.pluginmanager.has_plugin(REPORTER_NAME):
-        config.pluginmanager.register(TrajectoryReporter(config, configured_min(config)), REPORTER_NAME)
+        reporter = TrajectoryReporter(config, configured_min(config))
+        config.pluginmanager.register(reporter, REPORTER_NAME)
+        config.pluginmanager.register(reporter.sections, REPORTER_NAME + "-sections")
 
 
 # -- collection ----------------------------------------------------------------------------------
@@ -279,6 +295,8 @@ class TrajectoryReporter:
         self.payloads = reporting.Payloads(PAYLOAD_ATTR)
         self.gate_line: str | None = None
         self.gate_failed = False
+        shown = config.getoption("case_failures_shown", None)
+        self.sections = FailureSections(FAILURES_SHOWN if shown is None else int(shown))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.payloads.add(report)
@@ -305,9 +323,57 @@ class TrajectoryReporter:
         if not self.payloads:
             return
         tr = terminalreporter
-        reporting.write_block(tr, "trajectory checks", summary_lines(self.payloads.values()))
+        lines = summary_lines(self.payloads.values())
+        hidden = self.sections.restore()
+        if hidden:
+            lines.append(f"{hidden} more failing case{'s are' if hidden > 1 else ' is'} not shown in full above "
+                         f"(--case-failures-shown {self.sections.shown}; 'all' costs failures x items); "
+                         "the short summary lists each, --junitxml and pytest-html keep each report whole.")
+        reporting.write_block(tr, "trajectory checks", lines)
         if self.gate_line:
             tr.write_line(self.gate_line, red=self.gate_failed, bold=self.gate_failed, green=not self.gate_failed)
+
+
+class FailureSections:
+    """At most ``shown`` failing cases in pytest's failure summary; the others are taken out of it.
+
+    For each failure it prints, pytest's terminal reporter scans every report of the run for the
+    item's teardown sections, so a run's failure summary costs failures x items: 10,000 failing
+    cases spent 90% of their run there. The failure's metric table says no more than the run's own
+    "trajectory checks" table and the short summary line, so the sections past the first
+    ``shown`` are left out. The reports themselves are untouched (JUnit XML, pytest-html, the
+    short summary and the counts see every one): this wrapper, outermost, takes them out of the
+    terminal reporter's ``failed`` list before its summary prints, and ``restore`` (from the
+    reporter's plain ``pytest_terminal_summary``, which runs after the failures are printed and
+    before the short summary) puts the list back; the wrapper's end does so too, whatever ran."""
+
+    def __init__(self, shown: int) -> None:
+        self.shown = shown
+        self._held: tuple[dict[str, list[Any]], list[Any]] | None = None
+        self.hidden = 0
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None]:
+        stats: dict[str, list[Any]] = terminalreporter.stats
+        failed = stats.get("failed") or []
+        cases = [r for r in failed if getattr(r, PAYLOAD_ATTR, None) is not None]
+        if len(cases) > self.shown and terminalreporter.config.option.tbstyle != "no":
+            hide = {id(r) for r in cases[self.shown:]}
+            self._held = (stats, failed)
+            self.hidden = len(hide)
+            stats["failed"] = [r for r in failed if id(r) not in hide]
+        try:
+            return (yield)
+        finally:
+            self.restore()
+
+    def restore(self) -> int:
+        """Put the terminal reporter's list of failures back; the number of sections left out."""
+        if self._held is not None:
+            stats, failed = self._held
+            stats["failed"] = failed
+            self._held = None
+        return self.hidden
 
 
 def overall_mean(payloads: list[dict[str, Any]]) -> tuple[float | None, int]:
