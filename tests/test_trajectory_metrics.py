@@ -194,6 +194,33 @@ def test_json_equal_compares_as_json() -> None:
     assert not json_equal({"a": True}, {"a": 1}) and not json_equal([True], [1])
 
 
+
+def nested(depth: int, leaf: object = 1) -> object:
+    value = leaf
+    for level in range(depth):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+def test_json_equal_and_the_metrics_take_any_depth() -> None:
+    # A recursive comparison raised RecursionError from about 335 levels; REF (Python's ==) scores
+    # 1.0 there. A value read from a trace file is as deep as the JSON reader allows (~1,000).
+    for depth in (340, 990, 20_000):
+        assert json_equal(nested(depth), nested(depth))
+        assert not json_equal(nested(depth), nested(depth, leaf=2))
+        assert not json_equal(nested(depth), nested(depth, leaf=True))
+    deep = json.loads(json.dumps({"x": nested(900)}))
+    t = trace(call("a", deep, denied=True), call("a", deep, denied=True), call("a", deep), state={"s": deep})
+    results = {r.metric: r for r in score_all(t, case({"tool": "a", "args": deep}, state={"s": deep}))}
+    assert results["argument_correctness"].score == 1.0  # REF 1.0
+    assert results["goal_completion"].score == 1.0  # REF 1.0
+    check(results["denial_recovery"], 0.5, False)  # the first denial was repeated; REF 0.5
+    cyclic: list[object] = [1]
+    cyclic.append(cyclic)
+    same: list[object] = [1]
+    same.append(same)
+    assert json_equal(cyclic, same) and not json_equal(cyclic, [1, [2]])
+
 # -- 1. Tool Selection Accuracy -----------------------------------------------------------------
 
 
