@@ -339,31 +339,81 @@ def test_fixtura_decisions_and_step_ids(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("records", "message"), [
-    ([tool_event("1"), {"event_type": "trace_header", "fingerprint": {}}],
-     "t.trace:2: a trace_header must be the first record"),
     ([{"event_type": "checkpoint", "step_id": "1"}], "t.trace:1: unknown event_type 'checkpoint'"),
     ([tool_event("1", decision="maybe")], "t.trace:1: unknown permission_decision 'maybe'"),
-    ([tool_event("1", tool_name=None)], "t.trace:1: tool_call has no tool_name"),
-    ([tool_event("1", arguments=[1])], "t.trace:1: tool_call arguments must be an object, got list"),
+    ([tool_event("1", tool_name=5)], "t.trace:1: tool_call tool_name must be a string or null, got int"),
     ([{"event_type": "trace_header", "parent_trace_id": "gone", "divergence_step_id": "1"}],
      "t.trace: parent trace gone.trace not found next to it"),
+    ([{"event_type": "trace_header", "parent_trace_id": "gone"}],
+     "t.trace: trace_header needs both parent_trace_id and divergence_step_id"),
     ([{"event_type": "trace_header", "parent_trace_id": "t", "divergence_step_id": "1"}],
      "its lineage loops back to itself"),
     ([["not", "an", "object"]], "t.trace:1: a record must be a JSON object, got list"),
 ])
 def test_fixtura_unreadable_traces_are_named(tmp_path, records, message) -> None:
-    # REF: a missing parent is silently skipped, unknown events and decisions silently dropped,
-    # a later header silently ignored; Fixtura's own reader refuses them, and so do we.
+    # REF: a missing parent is silently skipped, unknown events and decisions silently dropped, a
+    # parent without a divergence step read as no parent; Fixtura's own reader (TraceReader,
+    # fixtura 2.0.1) refuses each of them, and so do we.
     with pytest.raises(TraceFormatError, match=message.replace("(", r"\(")):
         from_fixtura_trace(write_jsonl(tmp_path / "t.trace", records))
 
 
-def test_fixtura_branch_point_must_be_in_the_parent(tmp_path) -> None:
-    write_jsonl(tmp_path / "p.trace", [tool_event("step-1")])
+def test_fixtura_records_read_as_the_reference_and_fixtura_read_them(tmp_path) -> None:
+    # Each of these was refused before; the reference and Fixtura's own reader read them.
+    odd = from_fixtura_trace(write_jsonl(tmp_path / "odd.trace", [
+        tool_event("1", arguments=[1, 2]), tool_event("2", arguments="x=1"), tool_event("3", tool_name=None),
+        {k: v for k, v in tool_event("4").items() if k != "tool_name"},
+        {"event_type": "trace_header", "fingerprint": {"v": 2}},  # a header after the steps
+    ]))
+    # REF: the same steps, tool_args as recorded, tool_name None, the header's fingerprint
+    assert [(s.tool_name, s.tool_args) for s in odd.steps] == [("a", [1, 2]), ("a", "x=1"), (None, {"x": 1}),
+                                                               (None, {"x": 1})]
+    assert odd.metadata == {"fingerprint": {"v": 2}}
+    scores = by_metric(odd, TestCase(task_id="t", expected_tool_calls=[{"tool": "a", "args": {"x": 1}}] * 2))
+    assert scores["tool_selection"] == (1.0, True)  # REF 1.0
+    assert scores["argument_correctness"] == (0.0, False)  # REF 0.0, "Metric raised an error" (a tool expected twice)
+    assert scores["step_efficiency"] == (0.5, False)  # REF 0.5
+    # U+2028 and U+0085 are not line ends inside a JSON string (Fixtura's reader splits at \n and \r only)
+    text = tmp_path / "text.trace"
+    text.write_text(json.dumps(tool_event("1", arguments={"note": "a\u2028b\x85c"}), ensure_ascii=False) + "\r\n",
+                    encoding="utf-8")
+    assert from_fixtura_trace(text).steps[0].tool_args == {"note": "a\u2028b\x85c"}
+    # a header after the steps still counts (the first one anywhere, as the reference reads it)
+    late = from_fixtura_trace(write_jsonl(tmp_path / "late.trace", [
+        tool_event("1"), {"event_type": "trace_header", "fingerprint": {"v": 1}},
+        {"event_type": "trace_header", "fingerprint": {"v": 2}}]))
+    assert late.metadata == {"fingerprint": {"v": 1}} and len(late.steps) == 1
+
+
+def test_fixtura_branch_point_missing_from_the_parent_takes_all_of_it(tmp_path) -> None:
+    # REF and Fixtura's reader: the whole parent, then the branch's own steps (it was refused before).
+    # REF marks no step (none has the branch point's id) and passes Divergence; the branch's first
+    # own step is where it departs, as for any branch.
+    write_jsonl(tmp_path / "p.trace", [tool_event("step-1"), tool_event("step-2", name="b")])
     write_jsonl(tmp_path / "b.trace", [{"event_type": "trace_header", "parent_trace_id": "p",
-                                        "divergence_step_id": "step-9"}])
-    with pytest.raises(TraceFormatError, match=r"divergence_step_id 'step-9' is not a step of p\.trace"):
-        from_fixtura_trace(tmp_path / "b.trace")
+                                        "divergence_step_id": "step-9"}, tool_event("step-3", name="c")])
+    trace = from_fixtura_trace(tmp_path / "b.trace")
+    assert [(s.tool_name, s.divergent) for s in trace.steps] == [("a", False), ("b", False), ("c", True)]
+
+
+def test_fixtura_branch_without_steps_of_its_own_diverges_at_the_branch_point(tmp_path) -> None:
+    # A branch recorded nothing after the branch point: it departed from its recording there. It
+    # passed Divergence before (nothing marked, 1.0 "No divergence"); REF fails it the same way.
+    write_jsonl(tmp_path / "p.trace", [tool_event("step-1"), tool_event("step-2"), tool_event("step-3")])
+    write_jsonl(tmp_path / "b.trace", [{"event_type": "trace_header", "parent_trace_id": "p",
+                                        "divergence_step_id": "step-2"}])
+    trace = from_fixtura_trace(tmp_path / "b.trace")
+    assert [(s.source_id, s.divergent) for s in trace.steps] == [("step-1", False), ("step-2", True)]
+    result = score_all(trace, TestCase(task_id="b"), ["divergence"])[0]
+    # REF: 0.5, False, "Divergence detected at step 2 of 2."
+    assert (result.score, result.passed, result.details) == (0.5, False, "Divergence detected at step 2 of 2.")
+
+
+def test_fixtura_nesting_too_deep_for_the_json_reader_is_named(tmp_path) -> None:
+    deep = tmp_path / "deep.trace"
+    deep.write_text('{"event_type": "tool_call", "arguments": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(TraceFormatError, match=r"deep\.trace:1: JSON nested too deeply to read"):
+        from_fixtura_trace(deep)
 
 
 def test_fixtura_missing_file_is_an_error(tmp_path) -> None:

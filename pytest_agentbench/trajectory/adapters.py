@@ -368,11 +368,13 @@ def from_fixtura_trace(trace_path: str | Path, task_id: str = "fixtura_task", in
     a call that was not executed (permission ``denied`` or ``validation_error``, or blocked by the
     rate limiter) is ``denied``. A branch (a header with ``parent_trace_id``) is read as Fixtura
     reads it: the parent's steps up to and including ``divergence_step_id`` (from
-    ``<parent>.trace`` in the same folder), then the branch's own, the first of which is marked
-    ``divergent``. The header's ``fingerprint`` (and a ``verdict``, if any) go into the metadata
-    unless ``metadata`` already has them; pass ``metadata={"verdict": verdict_from_check_drift(code)}``
-    after ``fixtura check-drift``. ``input``, ``final_output`` and ``actual_state`` are not in a
-    trace file and come from the arguments.
+    ``<parent>.trace`` in the same folder; all of them when it has no step with that id), then the
+    branch's own, the first of which is marked ``divergent`` (a branch with no steps of its own
+    departs at the branch point, which is marked instead). The header's ``fingerprint`` (and a
+    ``verdict``, if any) go into the metadata unless ``metadata`` already has them; pass
+    ``metadata={"verdict": verdict_from_check_drift(code)}`` after ``fixtura check-drift``.
+    ``input``, ``final_output`` and ``actual_state`` are not in a trace file and come from the
+    arguments.
     """
     path = Path(trace_path)
     header, events = _fixtura_events(path, set())
@@ -413,7 +415,9 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
         raise TraceFormatError(f"{path}: neither zstd-compressed nor UTF-8 JSON lines "
                                f"({exc.reason} at byte {exc.start})") from None
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at \n, \r\n or \r, as Fixtura's reader (a text stream) splits them; not at the
+    # other breaks str.splitlines knows (U+2028, U+0085, ...), which JSON strings may hold as they are.
+    for number, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
@@ -421,6 +425,8 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
             record = json.loads(line)
         except ValueError as exc:
             raise TraceFormatError(f"{where}: not a JSON line ({exc})") from None
+        except RecursionError:
+            raise TraceFormatError(f"{where}: JSON nested too deeply to read") from None
         if not isinstance(record, dict):
             raise TraceFormatError(f"{where}: a record must be a JSON object, got {type(record).__name__}")
         records.append((record, where))
@@ -465,14 +471,10 @@ def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None,
         raise TraceFormatError(f"{path}: its lineage loops back to itself")
     seen.add(resolved)
     records = _fixtura_records(path)
-    header = None
-    if records and records[0][0].get("event_type") == "trace_header":
-        header = records[0][0]
-        records = records[1:]
-    for record, where in records:
-        if record.get("event_type") == "trace_header":
-            raise TraceFormatError(f"{where}: a trace_header must be the first record")
-    own = [(record, where, False) for record, where in records]
+    # The first trace_header is the header; a later one (from a second recording appended to the
+    # file) holds no step and is dropped, as the reference does.
+    header = next((record for record, _ in records if record.get("event_type") == "trace_header"), None)
+    own = [(record, where, False) for record, where in records if record.get("event_type") != "trace_header"]
     if header is None or header.get("parent_trace_id") is None:
         return header, own
     parent_id = header["parent_trace_id"]
@@ -484,13 +486,15 @@ def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None,
         raise TraceFormatError(f"{path}: parent trace {parent_path.name} not found next to it "
                                "(Fixtura looks for <parent_trace_id>.trace in the same folder)")
     _, parent_events = _fixtura_events(parent_path, seen)
+    # The parent's steps up to and including the branch point; all of them when it has no step
+    # with that id (Fixtura's reader and the reference read on to the end).
     cut = next((index for index, (event, _, _) in enumerate(parent_events) if event.get("step_id") == divergence_id),
-               None)
-    if cut is None:
-        raise TraceFormatError(f"{path}: divergence_step_id {divergence_id!r} is not a step of {parent_path.name}")
+               len(parent_events) - 1)
     shared = [(event, where, False) for event, where, _ in parent_events[:cut + 1]]
-    if own:
+    if own:  # the trace departs from its recording at the branch's first own step
         own[0] = (own[0][0], own[0][1], True)
+    elif shared:  # nothing of its own: it departs at the branch point, its last step
+        shared[-1] = (shared[-1][0], shared[-1][1], True)
     return header, shared + own
 
 
@@ -516,12 +520,14 @@ def _fixtura_step(event: dict[str, Any], where: str, number: int, divergent: boo
                          tokens=tokens, finish_reason=_str_or_none(event.get("finish_reason")),
                          provider=_str_or_none(event.get("provider")), model=_str_or_none(event.get("model")), **common)
     if kind == "tool_call":
+        # A call without a tool name, or with arguments that are not an object, is kept as
+        # recorded (what the agent sent is the evidence): Tool Selection cannot count a nameless
+        # call, Argument Correctness judges odd arguments as unmatched, Step Efficiency counts both.
         name = event.get("tool_name")
-        if not isinstance(name, str) or not name:
-            raise TraceFormatError(f"{where}: tool_call has no tool_name")
+        if name is not None and not isinstance(name, str):
+            raise TraceFormatError(f"{where}: tool_call tool_name must be a string or null, "
+                                   f"got {type(name).__name__}")
         arguments = event.get("arguments")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise TraceFormatError(f"{where}: tool_call arguments must be an object, got {type(arguments).__name__}")
         decision = event.get("permission_decision")
         rate = event.get("rate_limit_decision")
         if decision in _DENIED:
@@ -535,7 +541,7 @@ def _fixtura_step(event: dict[str, Any], where: str, number: int, divergent: boo
         else:
             raise TraceFormatError(f"{where}: unknown permission_decision {decision!r} "
                                    "(allowed, denied or validation_error)")
-        return TraceStep(type="tool_call", content="", tool_name=name, tool_args=arguments,
+        return TraceStep(type="tool_call", content="", tool_name=name or None, tool_args=arguments,
                          tool_result=None if denied else event.get("response"), error=error, denied=denied, **common)
     raise TraceFormatError(f"{where}: unknown event_type {kind!r} "
                            "(Fixtura writes trace_header, llm_call and tool_call)")
