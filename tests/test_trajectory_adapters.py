@@ -11,16 +11,20 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
+from uuid import UUID, uuid4
 
 import pytest
+from pydantic import BaseModel, Field
 
 from pytest_agentbench.trajectory.adapters import (
     from_fixtura_trace,
     from_langchain_run,
     from_openai_messages,
     from_run_record,
+    langchain_run_dict,
     verdict_from_check_drift,
 )
 from pytest_agentbench.trajectory.metrics import score_all
@@ -193,6 +197,64 @@ def test_langchain_run_objects_are_read_by_attribute() -> None:
         return SimpleNamespace(**{**data, "child_runs": [obj(c) for c in data.get("child_runs") or []]})
 
     assert shape(from_langchain_run(obj(langchain_run()))) == shape(from_langchain_run(langchain_run()))
+
+
+def test_langchain_run_saved_with_model_dump_alone_is_refused_not_read_as_no_calls() -> None:
+    # langchain-core 1.8.3: run.model_dump(mode="json") of a run that called get_weather holds no
+    # child_runs (RunTree excludes them). Read as it was, the run "called no tool": Tool Selection
+    # failed it with "Not called: get_weather" while REF, given the run object, counts the call.
+    saved = json.loads((DATA / "langchain_model_dump.json").read_text())
+    assert saved["run_type"] == "chain" and "child_runs" not in saved
+    with pytest.raises(TraceFormatError, match=r"^LangChain run: run 'agent' has no 'child_runs': run.model_dump\(\) "
+                                               r"leaves a run's children \(its tool calls\) out; save the tree with "
+                                               r"pytest_agentbench.trajectory.adapters.langchain_run_dict\(run\)$"):
+        from_langchain_run(saved)
+    # A LangSmith export that lists children it does not hold is refused the same way
+    export = {**langchain_run(), "child_runs": None, "child_run_ids": ["a", "b"]}
+    with pytest.raises(TraceFormatError, match="lists 2 child runs in child_run_ids but child_runs holds none"):
+        from_langchain_run(export, where="run.json")
+
+
+class PydanticRun(BaseModel):
+    """A run model shaped like LangChain's RunTree (pydantic, ``child_runs`` excluded from its
+    serialisation), for the object path without langchain-core installed."""
+
+    id: UUID
+    name: str
+    run_type: str
+    inputs: dict[str, object]
+    outputs: dict[str, object] | None = None
+    error: str | None = None
+    start_time: datetime
+    end_time: datetime | None = None
+    dotted_order: str = ""
+    child_runs: list[PydanticRun] = Field(default_factory=list, exclude=True)
+
+
+def pydantic_tree(data: dict) -> PydanticRun:
+    fields = {k: v for k, v in data.items() if k in PydanticRun.model_fields and k != "child_runs"}
+    return PydanticRun(**fields, child_runs=[pydantic_tree(c) for c in data["child_runs"]])
+
+
+def test_langchain_run_objects_are_read_through_their_own_serialisation() -> None:
+    run = pydantic_tree(langchain_run())
+    assert "child_runs" not in run.model_dump(mode="json")  # as RunTree's
+    saved = json.loads(json.dumps(langchain_run_dict(run)))  # JSON-ready, children kept
+    assert [c["name"] for c in saved["child_runs"]] == ["FakeListChatModel", "get_weather", "explode"]
+    assert from_langchain_run(run).to_dict() == from_langchain_run(saved).to_dict()
+    assert shape(from_langchain_run(run)) == shape(from_langchain_run(langchain_run()))
+    # A value that is not JSON (a set, an object) reads as its serialisation gives it, not as a Python object
+    run.child_runs[1].inputs["tags"] = {"x"}
+    run.child_runs[1].inputs["when"] = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    args = from_langchain_run(run).steps[1].tool_args
+    assert args["tags"] == ["x"] and args["when"] == "2026-01-02T00:00:00Z"
+    # Deep trees of objects: no recursion
+    root = leaf = PydanticRun(id=uuid4(), name="t0", run_type="tool", inputs={}, start_time=datetime.now(timezone.utc))
+    for depth in range(1, 2000):
+        child = PydanticRun(id=uuid4(), name=f"t{depth}", run_type="tool", inputs={}, start_time=leaf.start_time)
+        leaf.child_runs.append(child)
+        leaf = child
+    assert len(from_langchain_run(root).steps) == 4000
 
 
 def test_langchain_real_run_tree_objects_when_langchain_is_installed() -> None:

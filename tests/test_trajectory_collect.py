@@ -416,9 +416,15 @@ def test_a_bad_adapter_input_is_an_error_naming_the_file(project, run):
     folder.mkdir()
     (folder / "w.case.json").write_text(json.dumps({"task_id": "w"}))
     (folder / "w.trace").write_text("not json at all\n")
+    # a LangChain run saved with run.model_dump() alone, which leaves out its children (tool calls)
+    (folder / "l.case.json").write_text(json.dumps({"task_id": "l", "expected_tool_calls": [{"tool": "get_weather"}]}))
+    lossy = {key: value for key, value in LANGCHAIN.items() if key != "child_runs"}
+    (folder / "l.langchain.json").write_text(json.dumps({**lossy, "dotted_order": "20260101T000000000000Z1"}))
     result = run("c")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["c/w.trace:1: not a JSON line (*)"])
+    result.stdout.fnmatch_lines([("c/l.langchain.json: run 'agent' has no 'child_runs': run.model_dump() leaves a "
+                                  "run's children (its tool calls) out; save the tree with *langchain_run_dict(run)")])
 
 
 def test_a_benchmark_run_can_be_checked_afterwards_from_its_run_record(project, run):

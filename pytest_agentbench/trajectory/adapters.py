@@ -42,6 +42,7 @@ __all__ = [
     "from_langchain_run",
     "from_openai_messages",
     "from_run_record",
+    "langchain_run_dict",
     "verdict_from_check_drift",
 ]
 
@@ -182,59 +183,141 @@ def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]
 # -- LangChain run trees ----------------------------------------------------------------------
 
 
-def from_langchain_run(run: Any, task_id: str = "langchain_task", input_text: str | None = None) -> Trace:
+def from_langchain_run(run: Any, task_id: str = "langchain_task", input_text: str | None = None, *,
+                       where: str = "LangChain run") -> Trace:
     """A trace from a LangChain run tree: a ``Run`` / ``RunTree`` object (what ``collect_runs``
-    or a tracer gives) or its JSON dict (``run.model_dump(mode="json")`` with ``child_runs``, or a
-    LangSmith export). The tree is walked depth first, children in execution order
-    (``dotted_order`` when every child has one). A ``tool`` run gives a ``tool_call`` step before
-    its children and a ``tool_result`` step after them, both carrying the run's error; an
-    ``llm`` / ``chat_model`` run gives a ``thought`` step with its generated text. Other runs
-    (chains, retrievers, ...) only contribute their children."""
+    or a tracer gives), read through its own serialisation (``langchain_run_dict``), or that
+    serialisation loaded from JSON (or a LangSmith export with its ``child_runs``). The tree is
+    walked depth first, children in execution order (``dotted_order`` when every child has one).
+    A ``tool`` run gives a ``tool_call`` step before its children and a ``tool_result`` step after
+    them, both carrying the run's error; an ``llm`` / ``chat_model`` run gives a ``thought`` step
+    with its generated text. Other runs (chains, retrievers, ...) only contribute their children.
+    A dict saved with ``run.model_dump()``, which leaves the children out, is refused (see
+    ``langchain_run_dict``); ``where`` names the run in messages."""
     if _field(run, "run_type") is None and _field(run, "child_runs") is None:
-        raise TraceFormatError(f"a LangChain run must have 'run_type' or 'child_runs'; got {type(run).__name__}")
+        raise TraceFormatError(f"{where}: a LangChain run must have 'run_type' or 'child_runs'; "
+                               f"got {type(run).__name__}")
+    run = langchain_run_dict(run, where=where)
     steps: list[TraceStep] = []
 
     def add(**fields: Any) -> None:
         steps.append(TraceStep(step_id=len(steps) + 1, **fields))
 
-    stack: list[tuple[Any, bool]] = [(run, False)]  # (run, its children are done): no recursion limit
+    stack: list[tuple[dict[str, Any], bool]] = [(run, False)]  # (run, its children are done): no recursion limit
     while stack:
         node, closing = stack.pop()
-        kind = _field(node, "run_type")
-        name = _field(node, "name")
+        kind = node.get("run_type")
+        name = node.get("name")
         name = name if isinstance(name, str) and name else None
         if closing:  # a tool run, after its children
-            start, end = _seconds(_field(node, "start_time")), _seconds(_field(node, "end_time"))
-            add(type="tool_result", content="", tool_name=name, tool_result=_tool_output(_field(node, "outputs")),
-                timestamp=end or 0.0, error=_first_line(_field(node, "error")),
+            start, end = _seconds(node.get("start_time")), _seconds(node.get("end_time"))
+            add(type="tool_result", content="", tool_name=name, tool_result=_tool_output(node.get("outputs")),
+                timestamp=end or 0.0, error=_first_line(node.get("error")),
                 latency_ms=(end - start) * 1000 if start is not None and end is not None else None,
-                source_id=_text_id(_field(node, "id")))
+                source_id=_text_id(node.get("id")))
             continue
-        start = _seconds(_field(node, "start_time"))
+        start = _seconds(node.get("start_time"))
         if kind == "tool":
-            inputs = _field(node, "inputs")
+            inputs = node.get("inputs")
             args = dict(inputs) if isinstance(inputs, Mapping) else None if inputs is None else {"input": inputs}
             add(type="tool_call", content="", tool_name=name, tool_args=args, timestamp=start or 0.0,
-                error=_first_line(_field(node, "error")), source_id=_text_id(_field(node, "id")))
+                error=_first_line(node.get("error")), source_id=_text_id(node.get("id")))
             stack.append((node, True))
         elif kind in ("llm", "chat_model"):
-            add(type="thought", content=_llm_text(_field(node, "outputs")), timestamp=start or 0.0,
-                error=_first_line(_field(node, "error")), source_id=_text_id(_field(node, "id")))
-        children = list(_field(node, "child_runs") or [])
-        orders = [_field(child, "dotted_order") for child in children]
-        if children and all(isinstance(order, str) for order in orders):
-            children = [child for _, child in sorted(zip(orders, children, strict=True), key=lambda pair: pair[0])]
+            add(type="thought", content=_llm_text(node.get("outputs")), timestamp=start or 0.0,
+                error=_first_line(node.get("error")), source_id=_text_id(node.get("id")))
+        children: list[dict[str, Any]] = node["child_runs"]
+        if children and all(isinstance(child.get("dotted_order"), str) for child in children):
+            children = sorted(children, key=lambda child: str(child["dotted_order"]))
         stack.extend((child, False) for child in reversed(children))
-    inputs = _field(run, "inputs")
+    inputs = run.get("inputs")
     metadata: dict[str, Any] = {}
-    run_id = _text_id(_field(run, "id"))
+    run_id = _text_id(run.get("id"))
     if run_id:
         metadata["run_id"] = run_id
-    start, end = _seconds(_field(run, "start_time")), _seconds(_field(run, "end_time"))
+    start, end = _seconds(run.get("start_time")), _seconds(run.get("end_time"))
     if start is not None and end is not None and end >= start:
         metadata[DURATION_SECONDS] = end - start
     return Trace(task_id=task_id, input=input_text if input_text is not None else _run_input(inputs), steps=steps,
                  final_output=_run_output(run), metadata=metadata)
+
+
+#: A run's fields read from an object that has no ``model_dump``.
+_RUN_FIELDS = ("id", "name", "run_type", "inputs", "outputs", "error", "start_time", "end_time", "dotted_order",
+               "child_run_ids")
+#: Keys only a run's own serialisation has (``RunTree.model_dump()``, a LangSmith export): a dict
+#: with one of them and no ``child_runs`` was saved without its children.
+_SERIALISED_RUN_KEYS = ("dotted_order", "trace_id", "parent_run_id")
+
+
+def langchain_run_dict(run: Any, *, where: str = "LangChain run") -> dict[str, Any]:
+    """A LangChain run tree as dicts that keep its children: each run as its own serialisation
+    (``model_dump(mode="json")``, so JSON-ready) with ``child_runs``, the same for each child.
+
+    Save a run tree with ``json.dump(langchain_run_dict(run), file)``. ``run.model_dump()`` alone
+    is not enough: ``RunTree`` (LangChain's ``Run``) excludes ``child_runs`` from its
+    serialisation, so the dump holds the root and none of the tool calls under it; such a dict is
+    refused here, with this advice, rather than read as a run that called no tool. A dict already
+    holding its children is copied; an object without ``model_dump`` is read by attribute.
+    Iterative, so a tree of any depth is read without recursion."""
+    root: dict[str, Any] = {}
+    pending: list[tuple[Any, dict[str, Any]]] = [(run, root)]
+    while pending:
+        node, out = pending.pop()
+        out.update(_run_fields(node, where))
+        kids: list[dict[str, Any]] = []
+        for child in out.pop("child_runs"):
+            kids.append({})
+            pending.append((child, kids[-1]))
+        out["child_runs"] = kids
+    return root
+
+
+def _run_fields(node: Any, where: str) -> dict[str, Any]:
+    """One run's own fields (not its children's) and the list of its child runs, under ``child_runs``."""
+    name = _field(node, "name")
+    label = f"run {name!r}" if isinstance(name, str) else "a run"
+    if isinstance(node, Mapping):
+        fields = {key: value for key, value in node.items() if key != "child_runs"}
+        if "child_runs" not in node and any(key in node for key in _SERIALISED_RUN_KEYS):
+            raise TraceFormatError(
+                f"{where}: {label} has no 'child_runs': run.model_dump() leaves a run's children (its tool calls) "
+                "out; save the tree with pytest_agentbench.trajectory.adapters.langchain_run_dict(run)")
+        children = node.get("child_runs")
+    else:
+        if _field(node, "run_type") is None and _field(node, "name") is None:
+            raise TraceFormatError(f"{where}: a child run must be a run object or dict, got {type(node).__name__}")
+        dump = getattr(node, "model_dump", None)
+        fields = _dump_run(dump, label, where) if callable(dump) else {
+            key: getattr(node, key) for key in _RUN_FIELDS if hasattr(node, key)}
+        children = getattr(node, "child_runs", None)
+    if children is None:
+        children = []
+    if not isinstance(children, (list, tuple)):
+        raise TraceFormatError(f"{where}: {label}'s child_runs must be a list, got {type(children).__name__}")
+    listed = fields.get("child_run_ids")
+    if not children and isinstance(listed, (list, tuple)) and listed:
+        raise TraceFormatError(f"{where}: {label} lists {len(listed)} child runs in child_run_ids but child_runs "
+                               "holds none; export the run with its children (LangSmith: load_child_runs=True)")
+    fields["child_runs"] = list(children)
+    return fields
+
+
+def _dump_run(dump: Any, label: str, where: str) -> dict[str, Any]:
+    """A pydantic run's ``model_dump(mode="json")`` without its children; values pydantic cannot
+    serialise become their ``str`` (``fallback``, pydantic 2.11 and later)."""
+    exclude = {"child_runs", "parent_run"}
+    try:
+        try:
+            data = dump(mode="json", exclude=exclude, fallback=str, warnings=False)
+        except TypeError:  # a pydantic without ``fallback``
+            data = dump(mode="json", exclude=exclude, warnings=False)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise TraceFormatError(f"{where}: {label} cannot be serialised as JSON: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+    if not isinstance(data, dict):
+        raise TraceFormatError(f"{where}: {label}'s model_dump() gave {type(data).__name__}, not a dict")
+    return data
 
 
 def _field(run: Any, key: str) -> Any:

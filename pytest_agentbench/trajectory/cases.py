@@ -373,7 +373,7 @@ def _read_langchain(path: Path, case: Case, data: Any) -> Trace:
         raise CaseError(f"{shown(path)}: a LangChain trace is a run tree (a JSON object), got {_kind(data)}")
     from pytest_agentbench.trajectory.adapters import from_langchain_run
 
-    return _adapt(path, from_langchain_run, data, task_id=case.case.task_id)
+    return _adapt(path, from_langchain_run, data, task_id=case.case.task_id, where=shown(path))
 
 
 def _read_fixtura(path: Path, case: Case, data: Any) -> Trace:
