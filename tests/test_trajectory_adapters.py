@@ -136,6 +136,21 @@ def test_openai_calls_sharing_an_id_are_answered_in_order() -> None:
     assert results == [("a", "r1"), ("b", "r2"), (None, "r3")]
 
 
+def test_openai_results_without_a_call_id_are_attributed_to_no_call() -> None:
+    # Two parallel calls without ids, answered out of order: position pairing (as before) gave
+    # "rb" to a and "ra" to b. REF attributes an id-less result to no call: tool_name None.
+    REF = [(None, "rb"), (None, "ra"), (None, "rx")]
+    trace = from_openai_messages([
+        {"role": "assistant", "tool_calls": [{"function": {"name": "a", "arguments": "{}"}},
+                                             {"id": "", "function": {"name": "b", "arguments": "{}"}}]},
+        {"role": "tool", "content": "rb"},
+        {"role": "tool", "tool_call_id": "", "content": "ra"},
+        {"role": "tool", "tool_call_id": None, "name": "x", "content": "rx"}])
+    results = [(s.tool_name, s.tool_result) for s in trace.steps if s.type == "tool_result"]
+    # the same, except that a result naming its own tool keeps that name
+    assert results[:2] == REF[:2] and results[2] == ("x", "rx")
+
+
 def test_openai_legacy_function_call_and_multimodal_content() -> None:
     # REF: function_call is ignored; a list content becomes its Python repr as the input.
     REF_INPUT = "[{'type': 'text', 'text': 'multimodal'}]"

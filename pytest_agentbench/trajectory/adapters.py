@@ -57,7 +57,9 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
     Assistant text sent with tool calls becomes a ``thought`` step, each call a ``tool_call``
     step (arguments parsed from their JSON string; already-parsed objects are accepted), each
     ``tool`` message a ``tool_result`` step attributed to its call by ``tool_call_id`` (calls that
-    share an id are answered in order), and assistant text without calls an ``output`` step.
+    share an id are answered in order; a result without an id is attributed to no call, its
+    ``tool_name`` the message's own ``name`` if it has one), and assistant text without calls an
+    ``output`` step.
     ``input`` is the first user message's text, ``final_output`` the last ``output`` step's text
     unless given.
     """
@@ -75,12 +77,13 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
         steps.append(step)
         return step
 
-    def call(name: Any, arguments: Any, key: Any, source_id: str | None) -> None:
+    def call(name: Any, arguments: Any, key: tuple[str, Any] | None, source_id: str | None) -> None:
         args, error = _parse_arguments(arguments)
         step = add(type="tool_call", content=arguments if isinstance(arguments, str) else "",
                    tool_name=name if isinstance(name, str) and name else None, tool_args=args, error=error,
                    source_id=source_id)
-        pending.setdefault(key, deque()).append(step)
+        if key is not None:  # a call without an id can be answered by no result
+            pending.setdefault(key, deque()).append(step)
 
     for index, raw in enumerate(messages):
         message = _as_dict(raw)
@@ -113,10 +116,10 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
                 last_output = text
         elif role in ("tool", "function"):
             key = _key("id", message.get("tool_call_id")) if role == "tool" else _key("function", message.get("name"))
-            queue = pending.get(key)
+            queue = pending.get(key) if key is not None else None
             origin = queue.popleft() if queue else None
             source = message.get("tool_call_id")
-            name = message.get("name") if role == "function" else None
+            name = message.get("name")  # a result that names its tool (always, for ``function``)
             add(type="tool_result", content=text, tool_result=text,
                 tool_name=origin.tool_name if origin else name if isinstance(name, str) and name else None,
                 source_id=source if isinstance(source, str) else None)
@@ -126,8 +129,13 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
                  final_output=final_output if final_output is not None else last_output)
 
 
-def _key(kind: str, value: Any) -> tuple[str, Any]:
-    """A key for matching results to calls; an id that is not hashable is matched by its repr."""
+def _key(kind: str, value: Any) -> tuple[str, Any] | None:
+    """A key for matching results to calls; an id that is not hashable is matched by its repr. No
+    id (null or empty) gives None: such a result is attributed to no call, as the reference does;
+    pairing id-less results with id-less calls by position would attribute a result of parallel
+    calls answered out of order to the wrong tool."""
+    if value is None or value == "":
+        return None
     try:
         hash(value)
     except TypeError:
