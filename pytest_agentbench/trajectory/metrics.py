@@ -36,6 +36,7 @@ from pytest_agentbench.trajectory.model import (
     MetricResult,
     TestCase,
     Trace,
+    duration_problem,
     expected_calls_problem,
 )
 
@@ -461,11 +462,12 @@ def _mismatches(short: list[tuple[str, dict[str, object], object]]) -> str:
 def trace_seconds(trace: Trace) -> float | None:
     """The trace's duration for ``timeout_seconds``: ``metadata['duration_seconds']`` when the
     adapter knew the wall time, else the sum of the steps' ``latency_ms``, else None (unknown:
-    timestamps are not used, their unit differs between recorders)."""
+    timestamps are not used, their unit differs between recorders). A duration that
+    ``duration_problem`` refuses is not used here; Step Efficiency reports it instead."""
     metadata = trace.metadata
     if isinstance(metadata, dict):
         duration = metadata.get(DURATION_SECONDS)
-        if (type(duration) is int or type(duration) is float) and duration >= 0:  # not bool
+        if duration is not None and duration_problem(metadata) is None:
             return float(duration)
     total = 0.0
     seen = False
@@ -524,6 +526,9 @@ def _step_efficiency(trace: Trace, case: TestCase, expected_calls: _Expected) ->
             score = min(score, max_steps / taken)
             parts.append(f"{_plural(taken, 'tool call')} exceed max_steps {max_steps}.")
     if timeout is not None:
+        problem = duration_problem(trace.metadata)
+        if problem:  # a wall time the recorder got wrong: the budget cannot be judged
+            return not_evaluated(STEP_EFFICIENCY, f"timeout_seconds is set but {problem}")
         seconds = trace_seconds(trace)
         if seconds is None:
             if not parts:
