@@ -486,11 +486,29 @@ def test_fixtura_branch_without_steps_of_its_own_diverges_at_the_branch_point(tm
     assert (result.score, result.passed, result.details) == (0.5, False, "Divergence detected at step 2 of 2.")
 
 
-def test_fixtura_nesting_too_deep_for_the_json_reader_is_named(tmp_path) -> None:
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than the JSON reader's recursion goes
+
+
+def test_json_nested_too_deeply_for_the_reader_is_named_not_a_recursion_error(tmp_path) -> None:
     deep = tmp_path / "deep.trace"
-    deep.write_text('{"event_type": "tool_call", "arguments": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
-    with pytest.raises(TraceFormatError, match=r"deep\.trace:1: JSON nested too deeply to read"):
+    deep.write_text('{"event_type": "tool_call", "arguments": ' + DEEP + "}\n")
+    with pytest.raises(TraceFormatError, match=r"deep\.trace:1: not a JSON line \(nested too deeply to read"):
         from_fixtura_trace(deep)
+    record = tmp_path / "deep.trajectory.json"
+    record.write_text('{"schema": "pytest-agentbench/trajectory/v1", "steps": ' + DEEP + "}")
+    with pytest.raises(TraceFormatError, match=r"deep\.trajectory\.json: not a JSON file \(nested too deeply to read"):
+        from_run_record(record)
+    call = from_openai_messages([{"role": "assistant", "tool_calls": [
+        {"id": "1", "function": {"name": "a", "arguments": DEEP}}]}]).steps[0]
+    assert call.tool_args is None and call.error.startswith("tool arguments are not valid JSON: nested too deeply")
+    # a value that deep built in Python shows as a placeholder where it is shown as text
+    value: object = "x"
+    for _ in range(100_000):
+        value = [value]
+    run = {"name": "r", "run_type": "chain", "child_runs": [], "inputs": {"a": value, "b": 1}, "outputs": value}
+    trace = from_langchain_run(run)
+    assert trace.input == "<dict nested too deeply to read>"
+    assert trace.final_output == "<list nested too deeply to read>"
 
 
 def test_fixtura_missing_file_is_an_error(tmp_path) -> None:

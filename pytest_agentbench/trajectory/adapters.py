@@ -19,7 +19,6 @@ raises ``TraceFormatError`` (a ``ValueError``) with one line naming the bad part
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Mapping
 from datetime import datetime
@@ -34,6 +33,8 @@ from pytest_agentbench.trajectory.model import (
     Trace,
     TraceFormatError,
     TraceStep,
+    dump_json,
+    load_json,
 )
 
 __all__ = [
@@ -168,7 +169,7 @@ def _content_text(content: Any) -> str:
             elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
         return "\n".join(texts)
-    return json.dumps(content, default=str)
+    return dump_json(content)
 
 
 def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -180,7 +181,7 @@ def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]
     if not isinstance(arguments, str):
         return None, f"tool arguments are {type(arguments).__name__}, not a JSON object"
     try:
-        value = json.loads(arguments)
+        value = load_json(arguments)
     except ValueError as exc:
         return None, f"tool arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):
@@ -391,7 +392,7 @@ def _run_input(inputs: Any) -> str:
             return _as_text(inputs["input"])
         if len(inputs) == 1:
             return _as_text(next(iter(inputs.values())))
-        return json.dumps(inputs, default=str, sort_keys=True)
+        return dump_json(inputs, sort_keys=True)
     return "" if inputs is None else _as_text(inputs)
 
 
@@ -409,7 +410,7 @@ def _run_output(run: Any) -> str:
         if isinstance(messages, list) and messages:
             last = _as_dict(messages[-1]) or {}
             return _content_text(last.get("content"))
-        return json.dumps(outputs, default=str, sort_keys=True)
+        return dump_json(outputs, sort_keys=True)
     if outputs:
         return _as_text(outputs)
     error = _first_line(_field(run, "error"))
@@ -423,7 +424,7 @@ def _as_text(value: Any) -> str:
         last = _as_dict(value[-1]) if value else None
         if last is not None and "content" in last:
             return _content_text(last["content"])
-    return json.dumps(value, default=str)
+    return dump_json(value)
 
 
 # -- Fixtura .trace files ---------------------------------------------------------------------
@@ -513,11 +514,9 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
             continue
         where = f"{path}:{number}"
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except ValueError as exc:
             raise TraceFormatError(f"{where}: not a JSON line ({exc})") from None
-        except RecursionError:
-            raise TraceFormatError(f"{where}: JSON nested too deeply to read") from None
         if not isinstance(record, dict):
             raise TraceFormatError(f"{where}: a record must be a JSON object, got {type(record).__name__}")
         records.append((record, where))
@@ -668,7 +667,7 @@ def from_run_record(record: str | Path | Mapping[str, Any], *, where: str = "run
         if not path.is_file():
             raise TraceFormatError(f"run record not found: {path}")
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = load_json(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise TraceFormatError(f"{path}: not a JSON file ({exc})") from None
         if not isinstance(record, Mapping):

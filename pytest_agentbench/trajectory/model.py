@@ -10,6 +10,7 @@ report "not evaluated".
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,29 @@ STEP_TYPES = ("thought", "tool_call", "tool_result", "output")
 
 class TraceFormatError(ValueError):
     """A trace or test case that cannot be read. The message is one line naming the bad part."""
+
+
+#: What a JSON text nested deeper than the reader can go is told (``load_json``).
+TOO_DEEP = "nested too deeply to read"
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads`` for untrusted trace and case files: JSON nested deeper than the reader's
+    recursion allows (about a thousand levels) is a ``json.JSONDecodeError`` saying so, which every
+    reader already reports with the file's name, not a ``RecursionError`` out of the reader."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError(TOO_DEEP, text if isinstance(text, str) else "", 0) from None
+
+
+def dump_json(value: Any, **options: Any) -> str:
+    """``json.dumps(value, default=str, **options)`` that never raises: a value nested too deeply
+    (or containing itself) is shown as a placeholder naming its type."""
+    try:
+        return json.dumps(value, default=str, **options)
+    except (RecursionError, ValueError):
+        return f"<{type(value).__name__} {TOO_DEEP}>"
 
 
 @dataclass(slots=True)
