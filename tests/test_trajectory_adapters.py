@@ -11,16 +11,20 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
+from uuid import UUID, uuid4
 
 import pytest
+from pydantic import BaseModel, Field
 
 from pytest_agentbench.trajectory.adapters import (
     from_fixtura_trace,
     from_langchain_run,
     from_openai_messages,
     from_run_record,
+    langchain_run_dict,
     verdict_from_check_drift,
 )
 from pytest_agentbench.trajectory.metrics import score_all
@@ -132,6 +136,21 @@ def test_openai_calls_sharing_an_id_are_answered_in_order() -> None:
     assert results == [("a", "r1"), ("b", "r2"), (None, "r3")]
 
 
+def test_openai_results_without_a_call_id_are_attributed_to_no_call() -> None:
+    # Two parallel calls without ids, answered out of order: position pairing (as before) gave
+    # "rb" to a and "ra" to b. REF attributes an id-less result to no call: tool_name None.
+    REF = [(None, "rb"), (None, "ra"), (None, "rx")]
+    trace = from_openai_messages([
+        {"role": "assistant", "tool_calls": [{"function": {"name": "a", "arguments": "{}"}},
+                                             {"id": "", "function": {"name": "b", "arguments": "{}"}}]},
+        {"role": "tool", "content": "rb"},
+        {"role": "tool", "tool_call_id": "", "content": "ra"},
+        {"role": "tool", "tool_call_id": None, "name": "x", "content": "rx"}])
+    results = [(s.tool_name, s.tool_result) for s in trace.steps if s.type == "tool_result"]
+    # the same, except that a result naming its own tool keeps that name
+    assert results[:2] == REF[:2] and results[2] == ("x", "rx")
+
+
 def test_openai_legacy_function_call_and_multimodal_content() -> None:
     # REF: function_call is ignored; a list content becomes its Python repr as the input.
     REF_INPUT = "[{'type': 'text', 'text': 'multimodal'}]"
@@ -193,6 +212,64 @@ def test_langchain_run_objects_are_read_by_attribute() -> None:
         return SimpleNamespace(**{**data, "child_runs": [obj(c) for c in data.get("child_runs") or []]})
 
     assert shape(from_langchain_run(obj(langchain_run()))) == shape(from_langchain_run(langchain_run()))
+
+
+def test_langchain_run_saved_with_model_dump_alone_is_refused_not_read_as_no_calls() -> None:
+    # langchain-core 1.8.3: run.model_dump(mode="json") of a run that called get_weather holds no
+    # child_runs (RunTree excludes them). Read as it was, the run "called no tool": Tool Selection
+    # failed it with "Not called: get_weather" while REF, given the run object, counts the call.
+    saved = json.loads((DATA / "langchain_model_dump.json").read_text())
+    assert saved["run_type"] == "chain" and "child_runs" not in saved
+    with pytest.raises(TraceFormatError, match=r"^LangChain run: run 'agent' has no 'child_runs': run.model_dump\(\) "
+                                               r"leaves a run's children \(its tool calls\) out; save the tree with "
+                                               r"pytest_agentbench.trajectory.adapters.langchain_run_dict\(run\)$"):
+        from_langchain_run(saved)
+    # A LangSmith export that lists children it does not hold is refused the same way
+    export = {**langchain_run(), "child_runs": None, "child_run_ids": ["a", "b"]}
+    with pytest.raises(TraceFormatError, match="lists 2 child runs in child_run_ids but child_runs holds none"):
+        from_langchain_run(export, where="run.json")
+
+
+class PydanticRun(BaseModel):
+    """A run model shaped like LangChain's RunTree (pydantic, ``child_runs`` excluded from its
+    serialisation), for the object path without langchain-core installed."""
+
+    id: UUID
+    name: str
+    run_type: str
+    inputs: dict[str, object]
+    outputs: dict[str, object] | None = None
+    error: str | None = None
+    start_time: datetime
+    end_time: datetime | None = None
+    dotted_order: str = ""
+    child_runs: list[PydanticRun] = Field(default_factory=list, exclude=True)
+
+
+def pydantic_tree(data: dict) -> PydanticRun:
+    fields = {k: v for k, v in data.items() if k in PydanticRun.model_fields and k != "child_runs"}
+    return PydanticRun(**fields, child_runs=[pydantic_tree(c) for c in data["child_runs"]])
+
+
+def test_langchain_run_objects_are_read_through_their_own_serialisation() -> None:
+    run = pydantic_tree(langchain_run())
+    assert "child_runs" not in run.model_dump(mode="json")  # as RunTree's
+    saved = json.loads(json.dumps(langchain_run_dict(run)))  # JSON-ready, children kept
+    assert [c["name"] for c in saved["child_runs"]] == ["FakeListChatModel", "get_weather", "explode"]
+    assert from_langchain_run(run).to_dict() == from_langchain_run(saved).to_dict()
+    assert shape(from_langchain_run(run)) == shape(from_langchain_run(langchain_run()))
+    # A value that is not JSON (a set, an object) reads as its serialisation gives it, not as a Python object
+    run.child_runs[1].inputs["tags"] = {"x"}
+    run.child_runs[1].inputs["when"] = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    args = from_langchain_run(run).steps[1].tool_args
+    assert args["tags"] == ["x"] and args["when"] == "2026-01-02T00:00:00Z"
+    # Deep trees of objects: no recursion
+    root = leaf = PydanticRun(id=uuid4(), name="t0", run_type="tool", inputs={}, start_time=datetime.now(timezone.utc))
+    for depth in range(1, 2000):
+        child = PydanticRun(id=uuid4(), name=f"t{depth}", run_type="tool", inputs={}, start_time=leaf.start_time)
+        leaf.child_runs.append(child)
+        leaf = child
+    assert len(from_langchain_run(root).steps) == 4000
 
 
 def test_langchain_real_run_tree_objects_when_langchain_is_installed() -> None:
@@ -339,31 +416,99 @@ def test_fixtura_decisions_and_step_ids(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("records", "message"), [
-    ([tool_event("1"), {"event_type": "trace_header", "fingerprint": {}}],
-     "t.trace:2: a trace_header must be the first record"),
     ([{"event_type": "checkpoint", "step_id": "1"}], "t.trace:1: unknown event_type 'checkpoint'"),
     ([tool_event("1", decision="maybe")], "t.trace:1: unknown permission_decision 'maybe'"),
-    ([tool_event("1", tool_name=None)], "t.trace:1: tool_call has no tool_name"),
-    ([tool_event("1", arguments=[1])], "t.trace:1: tool_call arguments must be an object, got list"),
+    ([tool_event("1", tool_name=5)], "t.trace:1: tool_call tool_name must be a string or null, got int"),
     ([{"event_type": "trace_header", "parent_trace_id": "gone", "divergence_step_id": "1"}],
      "t.trace: parent trace gone.trace not found next to it"),
+    ([{"event_type": "trace_header", "parent_trace_id": "gone"}],
+     "t.trace: trace_header needs both parent_trace_id and divergence_step_id"),
     ([{"event_type": "trace_header", "parent_trace_id": "t", "divergence_step_id": "1"}],
      "its lineage loops back to itself"),
     ([["not", "an", "object"]], "t.trace:1: a record must be a JSON object, got list"),
 ])
 def test_fixtura_unreadable_traces_are_named(tmp_path, records, message) -> None:
-    # REF: a missing parent is silently skipped, unknown events and decisions silently dropped,
-    # a later header silently ignored; Fixtura's own reader refuses them, and so do we.
+    # REF: a missing parent is silently skipped, unknown events and decisions silently dropped, a
+    # parent without a divergence step read as no parent; Fixtura's own reader (TraceReader,
+    # fixtura 2.0.1) refuses each of them, and so do we.
     with pytest.raises(TraceFormatError, match=message.replace("(", r"\(")):
         from_fixtura_trace(write_jsonl(tmp_path / "t.trace", records))
 
 
-def test_fixtura_branch_point_must_be_in_the_parent(tmp_path) -> None:
-    write_jsonl(tmp_path / "p.trace", [tool_event("step-1")])
+def test_fixtura_records_read_as_the_reference_and_fixtura_read_them(tmp_path) -> None:
+    # Each of these was refused before; the reference and Fixtura's own reader read them.
+    odd = from_fixtura_trace(write_jsonl(tmp_path / "odd.trace", [
+        tool_event("1", arguments=[1, 2]), tool_event("2", arguments="x=1"), tool_event("3", tool_name=None),
+        {k: v for k, v in tool_event("4").items() if k != "tool_name"},
+        {"event_type": "trace_header", "fingerprint": {"v": 2}},  # a header after the steps
+    ]))
+    # REF: the same steps, tool_args as recorded, tool_name None, the header's fingerprint
+    assert [(s.tool_name, s.tool_args) for s in odd.steps] == [("a", [1, 2]), ("a", "x=1"), (None, {"x": 1}),
+                                                               (None, {"x": 1})]
+    assert odd.metadata == {"fingerprint": {"v": 2}}
+    scores = by_metric(odd, TestCase(task_id="t", expected_tool_calls=[{"tool": "a", "args": {"x": 1}}] * 2))
+    assert scores["tool_selection"] == (1.0, True)  # REF 1.0
+    assert scores["argument_correctness"] == (0.0, False)  # REF 0.0, "Metric raised an error" (a tool expected twice)
+    assert scores["step_efficiency"] == (0.5, False)  # REF 0.5
+    # U+2028 and U+0085 are not line ends inside a JSON string (Fixtura's reader splits at \n and \r only)
+    text = tmp_path / "text.trace"
+    text.write_text(json.dumps(tool_event("1", arguments={"note": "a\u2028b\x85c"}), ensure_ascii=False) + "\r\n",
+                    encoding="utf-8")
+    assert from_fixtura_trace(text).steps[0].tool_args == {"note": "a\u2028b\x85c"}
+    # a header after the steps still counts (the first one anywhere, as the reference reads it)
+    late = from_fixtura_trace(write_jsonl(tmp_path / "late.trace", [
+        tool_event("1"), {"event_type": "trace_header", "fingerprint": {"v": 1}},
+        {"event_type": "trace_header", "fingerprint": {"v": 2}}]))
+    assert late.metadata == {"fingerprint": {"v": 1}} and len(late.steps) == 1
+
+
+def test_fixtura_branch_point_missing_from_the_parent_takes_all_of_it(tmp_path) -> None:
+    # REF and Fixtura's reader: the whole parent, then the branch's own steps (it was refused before).
+    # REF marks no step (none has the branch point's id) and passes Divergence; the branch's first
+    # own step is where it departs, as for any branch.
+    write_jsonl(tmp_path / "p.trace", [tool_event("step-1"), tool_event("step-2", name="b")])
     write_jsonl(tmp_path / "b.trace", [{"event_type": "trace_header", "parent_trace_id": "p",
-                                        "divergence_step_id": "step-9"}])
-    with pytest.raises(TraceFormatError, match=r"divergence_step_id 'step-9' is not a step of p\.trace"):
-        from_fixtura_trace(tmp_path / "b.trace")
+                                        "divergence_step_id": "step-9"}, tool_event("step-3", name="c")])
+    trace = from_fixtura_trace(tmp_path / "b.trace")
+    assert [(s.tool_name, s.divergent) for s in trace.steps] == [("a", False), ("b", False), ("c", True)]
+
+
+def test_fixtura_branch_without_steps_of_its_own_diverges_at_the_branch_point(tmp_path) -> None:
+    # A branch recorded nothing after the branch point: it departed from its recording there. It
+    # passed Divergence before (nothing marked, 1.0 "No divergence"); REF fails it the same way.
+    write_jsonl(tmp_path / "p.trace", [tool_event("step-1"), tool_event("step-2"), tool_event("step-3")])
+    write_jsonl(tmp_path / "b.trace", [{"event_type": "trace_header", "parent_trace_id": "p",
+                                        "divergence_step_id": "step-2"}])
+    trace = from_fixtura_trace(tmp_path / "b.trace")
+    assert [(s.source_id, s.divergent) for s in trace.steps] == [("step-1", False), ("step-2", True)]
+    result = score_all(trace, TestCase(task_id="b"), ["divergence"])[0]
+    # REF: 0.5, False, "Divergence detected at step 2 of 2."
+    assert (result.score, result.passed, result.details) == (0.5, False, "Divergence detected at step 2 of 2.")
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than the JSON reader's recursion goes
+
+
+def test_json_nested_too_deeply_for_the_reader_is_named_not_a_recursion_error(tmp_path) -> None:
+    deep = tmp_path / "deep.trace"
+    deep.write_text('{"event_type": "tool_call", "arguments": ' + DEEP + "}\n")
+    with pytest.raises(TraceFormatError, match=r"deep\.trace:1: not a JSON line \(nested too deeply to read"):
+        from_fixtura_trace(deep)
+    record = tmp_path / "deep.trajectory.json"
+    record.write_text('{"schema": "pytest-agentbench/trajectory/v1", "steps": ' + DEEP + "}")
+    with pytest.raises(TraceFormatError, match=r"deep\.trajectory\.json: not a JSON file \(nested too deeply to read"):
+        from_run_record(record)
+    call = from_openai_messages([{"role": "assistant", "tool_calls": [
+        {"id": "1", "function": {"name": "a", "arguments": DEEP}}]}]).steps[0]
+    assert call.tool_args is None and call.error.startswith("tool arguments are not valid JSON: nested too deeply")
+    # a value that deep built in Python shows as a placeholder where it is shown as text
+    value: object = "x"
+    for _ in range(100_000):
+        value = [value]
+    run = {"name": "r", "run_type": "chain", "child_runs": [], "inputs": {"a": value, "b": 1}, "outputs": value}
+    trace = from_langchain_run(run)
+    assert trace.input == "<dict nested too deeply to read>"
+    assert trace.final_output == "<list nested too deeply to read>"
 
 
 def test_fixtura_missing_file_is_an_error(tmp_path) -> None:

@@ -418,9 +418,20 @@ def test_a_bad_adapter_input_is_an_error_naming_the_file(project, run):
     folder.mkdir()
     (folder / "w.case.json").write_text(json.dumps({"task_id": "w"}))
     (folder / "w.trace").write_text("not json at all\n")
+    # a LangChain run saved with run.model_dump() alone, which leaves out its children (tool calls)
+    (folder / "l.case.json").write_text(json.dumps({"task_id": "l", "expected_tool_calls": [{"tool": "get_weather"}]}))
+    lossy = {key: value for key, value in LANGCHAIN.items() if key != "child_runs"}
+    (folder / "l.langchain.json").write_text(json.dumps({**lossy, "dotted_order": "20260101T000000000000Z1"}))
+    # JSON nested deeper than the reader goes: the file is named, no RecursionError traceback
+    (folder / "d.case.json").write_text(json.dumps({"task_id": "d"}))
+    (folder / "d.trace.json").write_text('{"task_id": "d", "actual_state": ' + "[" * 50_000 + "]" * 50_000 + "}")
     result = run("c")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(["c/d.trace.json:1:1: trace file is not valid JSON (nested too deeply to read)"])
+    assert "RecursionError" not in result.stdout.str()
     result.stdout.fnmatch_lines(["c/w.trace:1: not a JSON line (*)"])
+    result.stdout.fnmatch_lines([("c/l.langchain.json: run 'agent' has no 'child_runs': run.model_dump() leaves a "
+                                  "run's children (its tool calls) out; save the tree with *langchain_run_dict(run)")])
 
 
 def test_a_benchmark_run_can_be_checked_afterwards_from_its_run_record(project, run):
@@ -458,6 +469,10 @@ def test_not_json_raises_with_the_line(tmp_path):
     path = tmp_path / "x.case.json"
     path.write_text('{\n\n  "a": 1,\n}')
     with pytest.raises(CaseSyntaxError, match=r"x.case.json:4:1: not valid JSON \(Expecting property name"):
+        read_case_file(path)
+    # nested deeper than the JSON reader goes: named, not a RecursionError out of collection
+    path.write_text('{"task_id": "x", "expected_final_state": {"k": ' + "[" * 50_000 + "]" * 50_000 + "}}")
+    with pytest.raises(CaseSyntaxError, match=r"x.case.json:1:1: not valid JSON \(nested too deeply to read\)"):
         read_case_file(path)
 
 

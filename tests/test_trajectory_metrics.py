@@ -140,7 +140,7 @@ def _odd_trace(rng: random.Random) -> Trace:
                  actual_state=rng.choice(ODD_VALUES), metadata=rng.choice([
                      *ODD_VALUES, {"fingerprint": None}, {"verdict": True}, {"verdict": ["PASS"]},
                      {"fingerprint": "f", "verdict": ""}, {"divergence_checked": True}, {"duration_seconds": "3"},
-                     {"duration_seconds": 2.5}]))
+                     {"duration_seconds": 2.5}, {"duration_seconds": -3}, {"duration_seconds": float("inf")}]))
 
 
 def _odd_case(rng: random.Random) -> TestCase:
@@ -193,6 +193,33 @@ def test_json_equal_compares_as_json() -> None:
     assert not json_equal("1", 1) and not json_equal(None, 0) and not json_equal({"a": 1}, {"a": 1, "b": 2})
     assert not json_equal({"a": True}, {"a": 1}) and not json_equal([True], [1])
 
+
+
+def nested(depth: int, leaf: object = 1) -> object:
+    value = leaf
+    for level in range(depth):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+def test_json_equal_and_the_metrics_take_any_depth() -> None:
+    # A recursive comparison raised RecursionError from about 335 levels; REF (Python's ==) scores
+    # 1.0 there. A value read from a trace file is as deep as the JSON reader allows (~1,000).
+    for depth in (340, 990, 20_000):
+        assert json_equal(nested(depth), nested(depth))
+        assert not json_equal(nested(depth), nested(depth, leaf=2))
+        assert not json_equal(nested(depth), nested(depth, leaf=True))
+    deep = json.loads(json.dumps({"x": nested(900)}))
+    t = trace(call("a", deep, denied=True), call("a", deep, denied=True), call("a", deep), state={"s": deep})
+    results = {r.metric: r for r in score_all(t, case({"tool": "a", "args": deep}, state={"s": deep}))}
+    assert results["argument_correctness"].score == 1.0  # REF 1.0
+    assert results["goal_completion"].score == 1.0  # REF 1.0
+    check(results["denial_recovery"], 0.5, False)  # the first denial was repeated; REF 0.5
+    cyclic: list[object] = [1]
+    cyclic.append(cyclic)
+    same: list[object] = [1]
+    same.append(same)
+    assert json_equal(cyclic, same) and not json_equal(cyclic, [1, [2]])
 
 # -- 1. Tool Selection Accuracy -----------------------------------------------------------------
 
@@ -380,6 +407,21 @@ def test_step_efficiency_enforces_timeout_seconds() -> None:
     # without timing the budget is not checked, and says so
     check(step_efficiency(trace(call("a")), case("a", timeout=2)), 1.0, True, "timeout_seconds not checked")
     not_evaluated(step_efficiency(trace(call("a")), case(timeout=2)), "the trace has no timing")
+
+
+def test_step_efficiency_refuses_a_wall_time_the_recorder_got_wrong() -> None:
+    # A negative duration_seconds was ignored: the steps' latencies stood in for it (passing here),
+    # or the budget was "not checked" as if the trace had no timing. REF reads neither (timeout
+    # is never read). Now the budget cannot be judged, and the result names the field.
+    quick = trace(call("a", latency_ms=500), metadata={"duration_seconds": -30.0})
+    for bad in (-30.0, float("nan"), float("inf"), "3", True):
+        quick.metadata["duration_seconds"] = bad
+        not_evaluated(step_efficiency(quick, case("a", timeout=2)),
+                      f"timeout_seconds is set but metadata['duration_seconds'] must be a number of seconds >= 0, "
+                      f"got {bad!r}")
+    check(step_efficiency(quick, case("a")), 1.0, True)  # without a timeout the duration is not read
+    quick.metadata["duration_seconds"] = None  # null: unknown, the steps' latencies count
+    check(step_efficiency(quick, case("a", timeout=2)), 1.0, True, "Took 0.5 s, within timeout_seconds 2.")
 
 
 def test_step_efficiency_without_expectations_or_budgets_is_not_evaluated() -> None:
@@ -654,6 +696,11 @@ def test_trace_and_case_round_trip_through_json() -> None:
     ([], "trace: expected a JSON object, got a list"),
     ({"input": "x"}, "trace: 'task_id' must be a non-empty string, got null"),
     ({"task_id": "t", "steps": {}}, "trace: 'steps' must be a list, got an object"),
+    # REF refuses it too ("Failed to parse task files: 'NoneType' object is not iterable"); it was
+    # read as a trace with no steps, scored as a run that did nothing
+    ({"task_id": "t", "steps": None}, "trace: 'steps' must be a list, got null"),
+    ({"task_id": "t", "metadata": {"duration_seconds": -1}},
+     "trace: metadata['duration_seconds'] must be a number of seconds >= 0, got -1"),
     ({"task_id": "t", "steps": [{"tool_name": "a"}]}, "trace: steps[0].type must be one of thought, tool_call"),
     ({"task_id": "t", "steps": [{"type": "tool_call", "tool_name": ["a"]}]},
      "steps[0].tool_name must be a string or null"),

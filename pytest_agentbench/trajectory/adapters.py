@@ -19,7 +19,6 @@ raises ``TraceFormatError`` (a ``ValueError``) with one line naming the bad part
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Mapping
 from datetime import datetime
@@ -34,6 +33,8 @@ from pytest_agentbench.trajectory.model import (
     Trace,
     TraceFormatError,
     TraceStep,
+    dump_json,
+    load_json,
 )
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "from_langchain_run",
     "from_openai_messages",
     "from_run_record",
+    "langchain_run_dict",
     "verdict_from_check_drift",
 ]
 
@@ -56,7 +58,9 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
     Assistant text sent with tool calls becomes a ``thought`` step, each call a ``tool_call``
     step (arguments parsed from their JSON string; already-parsed objects are accepted), each
     ``tool`` message a ``tool_result`` step attributed to its call by ``tool_call_id`` (calls that
-    share an id are answered in order), and assistant text without calls an ``output`` step.
+    share an id are answered in order; a result without an id is attributed to no call, its
+    ``tool_name`` the message's own ``name`` if it has one), and assistant text without calls an
+    ``output`` step.
     ``input`` is the first user message's text, ``final_output`` the last ``output`` step's text
     unless given.
     """
@@ -74,12 +78,13 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
         steps.append(step)
         return step
 
-    def call(name: Any, arguments: Any, key: Any, source_id: str | None) -> None:
+    def call(name: Any, arguments: Any, key: tuple[str, Any] | None, source_id: str | None) -> None:
         args, error = _parse_arguments(arguments)
         step = add(type="tool_call", content=arguments if isinstance(arguments, str) else "",
                    tool_name=name if isinstance(name, str) and name else None, tool_args=args, error=error,
                    source_id=source_id)
-        pending.setdefault(key, deque()).append(step)
+        if key is not None:  # a call without an id can be answered by no result
+            pending.setdefault(key, deque()).append(step)
 
     for index, raw in enumerate(messages):
         message = _as_dict(raw)
@@ -112,10 +117,10 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
                 last_output = text
         elif role in ("tool", "function"):
             key = _key("id", message.get("tool_call_id")) if role == "tool" else _key("function", message.get("name"))
-            queue = pending.get(key)
+            queue = pending.get(key) if key is not None else None
             origin = queue.popleft() if queue else None
             source = message.get("tool_call_id")
-            name = message.get("name") if role == "function" else None
+            name = message.get("name")  # a result that names its tool (always, for ``function``)
             add(type="tool_result", content=text, tool_result=text,
                 tool_name=origin.tool_name if origin else name if isinstance(name, str) and name else None,
                 source_id=source if isinstance(source, str) else None)
@@ -125,8 +130,13 @@ def from_openai_messages(messages: Any, task_id: str = "openai_task", final_outp
                  final_output=final_output if final_output is not None else last_output)
 
 
-def _key(kind: str, value: Any) -> tuple[str, Any]:
-    """A key for matching results to calls; an id that is not hashable is matched by its repr."""
+def _key(kind: str, value: Any) -> tuple[str, Any] | None:
+    """A key for matching results to calls; an id that is not hashable is matched by its repr. No
+    id (null or empty) gives None: such a result is attributed to no call, as the reference does;
+    pairing id-less results with id-less calls by position would attribute a result of parallel
+    calls answered out of order to the wrong tool."""
+    if value is None or value == "":
+        return None
     try:
         hash(value)
     except TypeError:
@@ -159,7 +169,7 @@ def _content_text(content: Any) -> str:
             elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
         return "\n".join(texts)
-    return json.dumps(content, default=str)
+    return dump_json(content)
 
 
 def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -171,7 +181,7 @@ def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]
     if not isinstance(arguments, str):
         return None, f"tool arguments are {type(arguments).__name__}, not a JSON object"
     try:
-        value = json.loads(arguments)
+        value = load_json(arguments)
     except ValueError as exc:
         return None, f"tool arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):
@@ -182,59 +192,141 @@ def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]
 # -- LangChain run trees ----------------------------------------------------------------------
 
 
-def from_langchain_run(run: Any, task_id: str = "langchain_task", input_text: str | None = None) -> Trace:
+def from_langchain_run(run: Any, task_id: str = "langchain_task", input_text: str | None = None, *,
+                       where: str = "LangChain run") -> Trace:
     """A trace from a LangChain run tree: a ``Run`` / ``RunTree`` object (what ``collect_runs``
-    or a tracer gives) or its JSON dict (``run.model_dump(mode="json")`` with ``child_runs``, or a
-    LangSmith export). The tree is walked depth first, children in execution order
-    (``dotted_order`` when every child has one). A ``tool`` run gives a ``tool_call`` step before
-    its children and a ``tool_result`` step after them, both carrying the run's error; an
-    ``llm`` / ``chat_model`` run gives a ``thought`` step with its generated text. Other runs
-    (chains, retrievers, ...) only contribute their children."""
+    or a tracer gives), read through its own serialisation (``langchain_run_dict``), or that
+    serialisation loaded from JSON (or a LangSmith export with its ``child_runs``). The tree is
+    walked depth first, children in execution order (``dotted_order`` when every child has one).
+    A ``tool`` run gives a ``tool_call`` step before its children and a ``tool_result`` step after
+    them, both carrying the run's error; an ``llm`` / ``chat_model`` run gives a ``thought`` step
+    with its generated text. Other runs (chains, retrievers, ...) only contribute their children.
+    A dict saved with ``run.model_dump()``, which leaves the children out, is refused (see
+    ``langchain_run_dict``); ``where`` names the run in messages."""
     if _field(run, "run_type") is None and _field(run, "child_runs") is None:
-        raise TraceFormatError(f"a LangChain run must have 'run_type' or 'child_runs'; got {type(run).__name__}")
+        raise TraceFormatError(f"{where}: a LangChain run must have 'run_type' or 'child_runs'; "
+                               f"got {type(run).__name__}")
+    run = langchain_run_dict(run, where=where)
     steps: list[TraceStep] = []
 
     def add(**fields: Any) -> None:
         steps.append(TraceStep(step_id=len(steps) + 1, **fields))
 
-    stack: list[tuple[Any, bool]] = [(run, False)]  # (run, its children are done): no recursion limit
+    stack: list[tuple[dict[str, Any], bool]] = [(run, False)]  # (run, its children are done): no recursion limit
     while stack:
         node, closing = stack.pop()
-        kind = _field(node, "run_type")
-        name = _field(node, "name")
+        kind = node.get("run_type")
+        name = node.get("name")
         name = name if isinstance(name, str) and name else None
         if closing:  # a tool run, after its children
-            start, end = _seconds(_field(node, "start_time")), _seconds(_field(node, "end_time"))
-            add(type="tool_result", content="", tool_name=name, tool_result=_tool_output(_field(node, "outputs")),
-                timestamp=end or 0.0, error=_first_line(_field(node, "error")),
+            start, end = _seconds(node.get("start_time")), _seconds(node.get("end_time"))
+            add(type="tool_result", content="", tool_name=name, tool_result=_tool_output(node.get("outputs")),
+                timestamp=end or 0.0, error=_first_line(node.get("error")),
                 latency_ms=(end - start) * 1000 if start is not None and end is not None else None,
-                source_id=_text_id(_field(node, "id")))
+                source_id=_text_id(node.get("id")))
             continue
-        start = _seconds(_field(node, "start_time"))
+        start = _seconds(node.get("start_time"))
         if kind == "tool":
-            inputs = _field(node, "inputs")
+            inputs = node.get("inputs")
             args = dict(inputs) if isinstance(inputs, Mapping) else None if inputs is None else {"input": inputs}
             add(type="tool_call", content="", tool_name=name, tool_args=args, timestamp=start or 0.0,
-                error=_first_line(_field(node, "error")), source_id=_text_id(_field(node, "id")))
+                error=_first_line(node.get("error")), source_id=_text_id(node.get("id")))
             stack.append((node, True))
         elif kind in ("llm", "chat_model"):
-            add(type="thought", content=_llm_text(_field(node, "outputs")), timestamp=start or 0.0,
-                error=_first_line(_field(node, "error")), source_id=_text_id(_field(node, "id")))
-        children = list(_field(node, "child_runs") or [])
-        orders = [_field(child, "dotted_order") for child in children]
-        if children and all(isinstance(order, str) for order in orders):
-            children = [child for _, child in sorted(zip(orders, children, strict=True), key=lambda pair: pair[0])]
+            add(type="thought", content=_llm_text(node.get("outputs")), timestamp=start or 0.0,
+                error=_first_line(node.get("error")), source_id=_text_id(node.get("id")))
+        children: list[dict[str, Any]] = node["child_runs"]
+        if children and all(isinstance(child.get("dotted_order"), str) for child in children):
+            children = sorted(children, key=lambda child: str(child["dotted_order"]))
         stack.extend((child, False) for child in reversed(children))
-    inputs = _field(run, "inputs")
+    inputs = run.get("inputs")
     metadata: dict[str, Any] = {}
-    run_id = _text_id(_field(run, "id"))
+    run_id = _text_id(run.get("id"))
     if run_id:
         metadata["run_id"] = run_id
-    start, end = _seconds(_field(run, "start_time")), _seconds(_field(run, "end_time"))
+    start, end = _seconds(run.get("start_time")), _seconds(run.get("end_time"))
     if start is not None and end is not None and end >= start:
         metadata[DURATION_SECONDS] = end - start
     return Trace(task_id=task_id, input=input_text if input_text is not None else _run_input(inputs), steps=steps,
                  final_output=_run_output(run), metadata=metadata)
+
+
+#: A run's fields read from an object that has no ``model_dump``.
+_RUN_FIELDS = ("id", "name", "run_type", "inputs", "outputs", "error", "start_time", "end_time", "dotted_order",
+               "child_run_ids")
+#: Keys only a run's own serialisation has (``RunTree.model_dump()``, a LangSmith export): a dict
+#: with one of them and no ``child_runs`` was saved without its children.
+_SERIALISED_RUN_KEYS = ("dotted_order", "trace_id", "parent_run_id")
+
+
+def langchain_run_dict(run: Any, *, where: str = "LangChain run") -> dict[str, Any]:
+    """A LangChain run tree as dicts that keep its children: each run as its own serialisation
+    (``model_dump(mode="json")``, so JSON-ready) with ``child_runs``, the same for each child.
+
+    Save a run tree with ``json.dump(langchain_run_dict(run), file)``. ``run.model_dump()`` alone
+    is not enough: ``RunTree`` (LangChain's ``Run``) excludes ``child_runs`` from its
+    serialisation, so the dump holds the root and none of the tool calls under it; such a dict is
+    refused here, with this advice, rather than read as a run that called no tool. A dict already
+    holding its children is copied; an object without ``model_dump`` is read by attribute.
+    Iterative, so a tree of any depth is read without recursion."""
+    root: dict[str, Any] = {}
+    pending: list[tuple[Any, dict[str, Any]]] = [(run, root)]
+    while pending:
+        node, out = pending.pop()
+        out.update(_run_fields(node, where))
+        kids: list[dict[str, Any]] = []
+        for child in out.pop("child_runs"):
+            kids.append({})
+            pending.append((child, kids[-1]))
+        out["child_runs"] = kids
+    return root
+
+
+def _run_fields(node: Any, where: str) -> dict[str, Any]:
+    """One run's own fields (not its children's) and the list of its child runs, under ``child_runs``."""
+    name = _field(node, "name")
+    label = f"run {name!r}" if isinstance(name, str) else "a run"
+    if isinstance(node, Mapping):
+        fields = {key: value for key, value in node.items() if key != "child_runs"}
+        if "child_runs" not in node and any(key in node for key in _SERIALISED_RUN_KEYS):
+            raise TraceFormatError(
+                f"{where}: {label} has no 'child_runs': run.model_dump() leaves a run's children (its tool calls) "
+                "out; save the tree with pytest_agentbench.trajectory.adapters.langchain_run_dict(run)")
+        children = node.get("child_runs")
+    else:
+        if _field(node, "run_type") is None and _field(node, "name") is None:
+            raise TraceFormatError(f"{where}: a child run must be a run object or dict, got {type(node).__name__}")
+        dump = getattr(node, "model_dump", None)
+        fields = _dump_run(dump, label, where) if callable(dump) else {
+            key: getattr(node, key) for key in _RUN_FIELDS if hasattr(node, key)}
+        children = getattr(node, "child_runs", None)
+    if children is None:
+        children = []
+    if not isinstance(children, (list, tuple)):
+        raise TraceFormatError(f"{where}: {label}'s child_runs must be a list, got {type(children).__name__}")
+    listed = fields.get("child_run_ids")
+    if not children and isinstance(listed, (list, tuple)) and listed:
+        raise TraceFormatError(f"{where}: {label} lists {len(listed)} child runs in child_run_ids but child_runs "
+                               "holds none; export the run with its children (LangSmith: load_child_runs=True)")
+    fields["child_runs"] = list(children)
+    return fields
+
+
+def _dump_run(dump: Any, label: str, where: str) -> dict[str, Any]:
+    """A pydantic run's ``model_dump(mode="json")`` without its children; values pydantic cannot
+    serialise become their ``str`` (``fallback``, pydantic 2.11 and later)."""
+    exclude = {"child_runs", "parent_run"}
+    try:
+        try:
+            data = dump(mode="json", exclude=exclude, fallback=str, warnings=False)
+        except TypeError:  # a pydantic without ``fallback``
+            data = dump(mode="json", exclude=exclude, warnings=False)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise TraceFormatError(f"{where}: {label} cannot be serialised as JSON: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+    if not isinstance(data, dict):
+        raise TraceFormatError(f"{where}: {label}'s model_dump() gave {type(data).__name__}, not a dict")
+    return data
 
 
 def _field(run: Any, key: str) -> Any:
@@ -300,7 +392,7 @@ def _run_input(inputs: Any) -> str:
             return _as_text(inputs["input"])
         if len(inputs) == 1:
             return _as_text(next(iter(inputs.values())))
-        return json.dumps(inputs, default=str, sort_keys=True)
+        return dump_json(inputs, sort_keys=True)
     return "" if inputs is None else _as_text(inputs)
 
 
@@ -318,7 +410,7 @@ def _run_output(run: Any) -> str:
         if isinstance(messages, list) and messages:
             last = _as_dict(messages[-1]) or {}
             return _content_text(last.get("content"))
-        return json.dumps(outputs, default=str, sort_keys=True)
+        return dump_json(outputs, sort_keys=True)
     if outputs:
         return _as_text(outputs)
     error = _first_line(_field(run, "error"))
@@ -332,7 +424,7 @@ def _as_text(value: Any) -> str:
         last = _as_dict(value[-1]) if value else None
         if last is not None and "content" in last:
             return _content_text(last["content"])
-    return json.dumps(value, default=str)
+    return dump_json(value)
 
 
 # -- Fixtura .trace files ---------------------------------------------------------------------
@@ -368,11 +460,13 @@ def from_fixtura_trace(trace_path: str | Path, task_id: str = "fixtura_task", in
     a call that was not executed (permission ``denied`` or ``validation_error``, or blocked by the
     rate limiter) is ``denied``. A branch (a header with ``parent_trace_id``) is read as Fixtura
     reads it: the parent's steps up to and including ``divergence_step_id`` (from
-    ``<parent>.trace`` in the same folder), then the branch's own, the first of which is marked
-    ``divergent``. The header's ``fingerprint`` (and a ``verdict``, if any) go into the metadata
-    unless ``metadata`` already has them; pass ``metadata={"verdict": verdict_from_check_drift(code)}``
-    after ``fixtura check-drift``. ``input``, ``final_output`` and ``actual_state`` are not in a
-    trace file and come from the arguments.
+    ``<parent>.trace`` in the same folder; all of them when it has no step with that id), then the
+    branch's own, the first of which is marked ``divergent`` (a branch with no steps of its own
+    departs at the branch point, which is marked instead). The header's ``fingerprint`` (and a
+    ``verdict``, if any) go into the metadata unless ``metadata`` already has them; pass
+    ``metadata={"verdict": verdict_from_check_drift(code)}`` after ``fixtura check-drift``.
+    ``input``, ``final_output`` and ``actual_state`` are not in a trace file and come from the
+    arguments.
     """
     path = Path(trace_path)
     header, events = _fixtura_events(path, set())
@@ -413,12 +507,14 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
         raise TraceFormatError(f"{path}: neither zstd-compressed nor UTF-8 JSON lines "
                                f"({exc.reason} at byte {exc.start})") from None
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at \n, \r\n or \r, as Fixtura's reader (a text stream) splits them; not at the
+    # other breaks str.splitlines knows (U+2028, U+0085, ...), which JSON strings may hold as they are.
+    for number, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except ValueError as exc:
             raise TraceFormatError(f"{where}: not a JSON line ({exc})") from None
         if not isinstance(record, dict):
@@ -465,14 +561,10 @@ def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None,
         raise TraceFormatError(f"{path}: its lineage loops back to itself")
     seen.add(resolved)
     records = _fixtura_records(path)
-    header = None
-    if records and records[0][0].get("event_type") == "trace_header":
-        header = records[0][0]
-        records = records[1:]
-    for record, where in records:
-        if record.get("event_type") == "trace_header":
-            raise TraceFormatError(f"{where}: a trace_header must be the first record")
-    own = [(record, where, False) for record, where in records]
+    # The first trace_header is the header; a later one (from a second recording appended to the
+    # file) holds no step and is dropped, as the reference does.
+    header = next((record for record, _ in records if record.get("event_type") == "trace_header"), None)
+    own = [(record, where, False) for record, where in records if record.get("event_type") != "trace_header"]
     if header is None or header.get("parent_trace_id") is None:
         return header, own
     parent_id = header["parent_trace_id"]
@@ -484,13 +576,15 @@ def _fixtura_events(path: Path, seen: set[Path]) -> tuple[dict[str, Any] | None,
         raise TraceFormatError(f"{path}: parent trace {parent_path.name} not found next to it "
                                "(Fixtura looks for <parent_trace_id>.trace in the same folder)")
     _, parent_events = _fixtura_events(parent_path, seen)
+    # The parent's steps up to and including the branch point; all of them when it has no step
+    # with that id (Fixtura's reader and the reference read on to the end).
     cut = next((index for index, (event, _, _) in enumerate(parent_events) if event.get("step_id") == divergence_id),
-               None)
-    if cut is None:
-        raise TraceFormatError(f"{path}: divergence_step_id {divergence_id!r} is not a step of {parent_path.name}")
+               len(parent_events) - 1)
     shared = [(event, where, False) for event, where, _ in parent_events[:cut + 1]]
-    if own:
+    if own:  # the trace departs from its recording at the branch's first own step
         own[0] = (own[0][0], own[0][1], True)
+    elif shared:  # nothing of its own: it departs at the branch point, its last step
+        shared[-1] = (shared[-1][0], shared[-1][1], True)
     return header, shared + own
 
 
@@ -516,12 +610,14 @@ def _fixtura_step(event: dict[str, Any], where: str, number: int, divergent: boo
                          tokens=tokens, finish_reason=_str_or_none(event.get("finish_reason")),
                          provider=_str_or_none(event.get("provider")), model=_str_or_none(event.get("model")), **common)
     if kind == "tool_call":
+        # A call without a tool name, or with arguments that are not an object, is kept as
+        # recorded (what the agent sent is the evidence): Tool Selection cannot count a nameless
+        # call, Argument Correctness judges odd arguments as unmatched, Step Efficiency counts both.
         name = event.get("tool_name")
-        if not isinstance(name, str) or not name:
-            raise TraceFormatError(f"{where}: tool_call has no tool_name")
+        if name is not None and not isinstance(name, str):
+            raise TraceFormatError(f"{where}: tool_call tool_name must be a string or null, "
+                                   f"got {type(name).__name__}")
         arguments = event.get("arguments")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise TraceFormatError(f"{where}: tool_call arguments must be an object, got {type(arguments).__name__}")
         decision = event.get("permission_decision")
         rate = event.get("rate_limit_decision")
         if decision in _DENIED:
@@ -535,7 +631,7 @@ def _fixtura_step(event: dict[str, Any], where: str, number: int, divergent: boo
         else:
             raise TraceFormatError(f"{where}: unknown permission_decision {decision!r} "
                                    "(allowed, denied or validation_error)")
-        return TraceStep(type="tool_call", content="", tool_name=name, tool_args=arguments,
+        return TraceStep(type="tool_call", content="", tool_name=name or None, tool_args=arguments,
                          tool_result=None if denied else event.get("response"), error=error, denied=denied, **common)
     raise TraceFormatError(f"{where}: unknown event_type {kind!r} "
                            "(Fixtura writes trace_header, llm_call and tool_call)")
@@ -571,7 +667,7 @@ def from_run_record(record: str | Path | Mapping[str, Any], *, where: str = "run
         if not path.is_file():
             raise TraceFormatError(f"run record not found: {path}")
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = load_json(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise TraceFormatError(f"{path}: not a JSON file ({exc})") from None
         if not isinstance(record, Mapping):

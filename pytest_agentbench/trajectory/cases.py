@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.trajectory.model import TestCase, Trace, TraceFormatError, case_problems
+from pytest_agentbench.trajectory.model import TestCase, Trace, TraceFormatError, case_problems, load_json
 
 CASE_SUFFIX = ".case.json"
 #: Trace files found next to a case by name, in the order they are looked for.
@@ -104,7 +104,7 @@ def read_case_file(path: Path) -> CaseFile:
     except OSError as exc:
         raise CaseSyntaxError(f"{shown(path)}: cannot read the case file: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError as exc:
         raise CaseSyntaxError(f"{shown(path)}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); "
                               "fix the case file") from None
@@ -311,7 +311,7 @@ def _read_text(path: Path, error: type[Exception]) -> str:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(_read_text(path, CaseError))
+        return load_json(_read_text(path, CaseError))
     except json.JSONDecodeError as exc:
         raise CaseError(f"{shown(path)}:{exc.lineno}:{exc.colno}: trace file is not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:
@@ -373,7 +373,7 @@ def _read_langchain(path: Path, case: Case, data: Any) -> Trace:
         raise CaseError(f"{shown(path)}: a LangChain trace is a run tree (a JSON object), got {_kind(data)}")
     from pytest_agentbench.trajectory.adapters import from_langchain_run
 
-    return _adapt(path, from_langchain_run, data, task_id=case.case.task_id)
+    return _adapt(path, from_langchain_run, data, task_id=case.case.task_id, where=shown(path))
 
 
 def _read_fixtura(path: Path, case: Case, data: Any) -> Trace:

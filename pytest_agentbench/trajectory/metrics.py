@@ -36,6 +36,7 @@ from pytest_agentbench.trajectory.model import (
     MetricResult,
     TestCase,
     Trace,
+    duration_problem,
     expected_calls_problem,
 )
 
@@ -132,26 +133,61 @@ _FRESHNESS_NO_VERDICT = not_evaluated(
 
 def json_equal(a: object, b: object) -> bool:
     """Equality of two JSON values: numbers by value (``1 == 1.0``), but a boolean equals only a
-    boolean (Python's ``True == 1`` would let ``true`` match ``1``), objects and arrays deeply."""
+    boolean (Python's ``True == 1`` would let ``true`` match ``1``), objects and arrays deeply.
+
+    Iterative, so any depth the JSON reader accepted compares without a ``RecursionError`` (the
+    reference's ``==`` compares ~1,000 levels; a recursive walk here stopped near 335); a value
+    that contains itself compares as far as it differs."""
     if a is b:
         return True
+    ta = type(a)
+    if ta is type(b) and (ta is str or ta is int or ta is float):
+        return a == b  # the common case, kept out of the loop
+    pending = [(a, b)]
+    seen: set[tuple[int, int]] = set()  # container pairs already queued: a cycle ends here
+    while pending:
+        a, b = pending.pop()
+        if a is b:
+            continue
+        leaf = _leaf_equal(a, b)
+        if leaf is False:
+            return False
+        if leaf is True:
+            continue
+        pair = (id(a), id(b))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        if isinstance(a, dict):
+            if not isinstance(b, dict) or len(a) != len(b):
+                return False
+            for key, value in a.items():
+                if key not in b:
+                    return False
+                pending.append((value, b[key]))
+        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):  # always, after _leaf_equal
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b, strict=True))
+    return True
+
+
+def _leaf_equal(a: object, b: object) -> bool | None:
+    """``json_equal`` of two values unless both are objects or both arrays: then None (compare
+    their members)."""
     ta = type(a)
     tb = type(b)
     if ta is tb:
         if ta is str or ta is int or ta is float:
             return a == b
         if ta is bool or ta is type(None):
-            return False  # equal booleans (and None) are the same object, caught above
+            return False  # equal booleans (and None) are the same object, caught by the caller
     elif ta is str or tb is str or ta is bool or tb is bool:
         return False
     if isinstance(a, dict):
-        if not isinstance(b, dict) or len(a) != len(b):
-            return False
-        return all(key in b and json_equal(value, b[key]) for key, value in a.items())
+        return None if isinstance(b, dict) else False
     if isinstance(a, (list, tuple)):
-        if not isinstance(b, (list, tuple)) or len(a) != len(b):
-            return False
-        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+        return None if isinstance(b, (list, tuple)) else False
     if isinstance(b, (dict, list, tuple)):
         return False
     try:
@@ -426,11 +462,12 @@ def _mismatches(short: list[tuple[str, dict[str, object], object]]) -> str:
 def trace_seconds(trace: Trace) -> float | None:
     """The trace's duration for ``timeout_seconds``: ``metadata['duration_seconds']`` when the
     adapter knew the wall time, else the sum of the steps' ``latency_ms``, else None (unknown:
-    timestamps are not used, their unit differs between recorders)."""
+    timestamps are not used, their unit differs between recorders). A duration that
+    ``duration_problem`` refuses is not used here; Step Efficiency reports it instead."""
     metadata = trace.metadata
     if isinstance(metadata, dict):
         duration = metadata.get(DURATION_SECONDS)
-        if (type(duration) is int or type(duration) is float) and duration >= 0:  # not bool
+        if duration is not None and duration_problem(metadata) is None:
             return float(duration)
     total = 0.0
     seen = False
@@ -489,6 +526,9 @@ def _step_efficiency(trace: Trace, case: TestCase, expected_calls: _Expected) ->
             score = min(score, max_steps / taken)
             parts.append(f"{_plural(taken, 'tool call')} exceed max_steps {max_steps}.")
     if timeout is not None:
+        problem = duration_problem(trace.metadata)
+        if problem:  # a wall time the recorder got wrong: the budget cannot be judged
+            return not_evaluated(STEP_EFFICIENCY, f"timeout_seconds is set but {problem}")
         seconds = trace_seconds(trace)
         if seconds is None:
             if not parts:

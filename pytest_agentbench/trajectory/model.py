@@ -10,6 +10,8 @@ report "not evaluated".
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -26,6 +28,29 @@ STEP_TYPES = ("thought", "tool_call", "tool_result", "output")
 
 class TraceFormatError(ValueError):
     """A trace or test case that cannot be read. The message is one line naming the bad part."""
+
+
+#: What a JSON text nested deeper than the reader can go is told (``load_json``).
+TOO_DEEP = "nested too deeply to read"
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads`` for untrusted trace and case files: JSON nested deeper than the reader's
+    recursion allows (about a thousand levels) is a ``json.JSONDecodeError`` saying so, which every
+    reader already reports with the file's name, not a ``RecursionError`` out of the reader."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError(TOO_DEEP, text if isinstance(text, str) else "", 0) from None
+
+
+def dump_json(value: Any, **options: Any) -> str:
+    """``json.dumps(value, default=str, **options)`` that never raises: a value nested too deeply
+    (or containing itself) is shown as a placeholder naming its type."""
+    try:
+        return json.dumps(value, default=str, **options)
+    except (RecursionError, ValueError):
+        return f"<{type(value).__name__} {TOO_DEEP}>"
 
 
 @dataclass(slots=True)
@@ -81,19 +106,23 @@ class Trace:
         if not isinstance(data, Mapping):
             raise TraceFormatError(f"{where}: expected a JSON object, got {_kind(data)}")
         task_id = _require_str(data, "task_id", where)
+        # Absent: no steps. Present, it must be a list: ``null`` is a trace that lost its steps, not
+        # a run that took none (the reference refuses it too: "'NoneType' object is not iterable").
         raw_steps = data.get("steps", [])
-        if raw_steps is None:
-            raw_steps = []
         if not isinstance(raw_steps, list):
             raise TraceFormatError(f"{where}: 'steps' must be a list, got {_kind(raw_steps)}")
         steps = [_step_from_dict(s, i, where) for i, s in enumerate(raw_steps)]
+        metadata = _object(data.get("metadata", {}), "metadata", where)
+        problem = duration_problem(metadata)
+        if problem:
+            raise TraceFormatError(f"{where}: {problem}")
         return cls(
             task_id=task_id,
             input=_text(data.get("input", ""), "input", where),
             steps=steps,
             final_output=_text(data.get("final_output", ""), "final_output", where),
             actual_state=_object(data.get("actual_state", {}), "actual_state", where),
-            metadata=_object(data.get("metadata", {}), "metadata", where),
+            metadata=metadata,
         )
 
 
@@ -172,6 +201,18 @@ def case_problems(case: TestCase) -> list[str]:
     if timeout is not None and (type(timeout) not in (int, float) or not timeout > 0):
         problems.append(f"timeout_seconds must be a number > 0 or null, got {timeout!r}")
     return problems
+
+
+def duration_problem(metadata: Any) -> str | None:
+    """What is wrong with a trace's ``metadata['duration_seconds']`` (absent or null: nothing).
+    A negative, infinite or non-number duration is refused rather than ignored: ignoring it let
+    the steps' latencies, or "no timing", stand in for a wall time the recorder got wrong."""
+    duration = metadata.get(DURATION_SECONDS) if isinstance(metadata, Mapping) else None
+    if duration is None:
+        return None
+    if type(duration) in (int, float) and math.isfinite(duration) and duration >= 0:
+        return None
+    return f"metadata['{DURATION_SECONDS}'] must be a number of seconds >= 0, got {duration!r}"
 
 
 def expected_calls_problem(calls: Any) -> str | None:

@@ -1,5 +1,7 @@
 """Build a real LangChain run tree (no model service: langchain_core's fake chat model) and dump it
-as JSON. Run with langchain-core installed: python langchain_make_run.py langchain_run.json"""
+as JSON, with its children (langchain_run_dict) and as run.model_dump(mode="json") alone, which
+leaves them out. Run with langchain-core installed and this repository on PYTHONPATH:
+python langchain_make_run.py langchain_run.json langchain_model_dump.json"""
 import json
 import sys
 
@@ -7,6 +9,8 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langchain_core.tracers.context import collect_runs
+
+from pytest_agentbench.trajectory.adapters import langchain_run_dict
 
 
 @tool
@@ -34,15 +38,11 @@ def agent(inputs: dict) -> dict:
     return {"output": f"done: {out}"}
 
 
-def dump(run) -> dict:
-    data = run.model_dump(mode="json", exclude={"child_runs", "parent_run", "ls_client", "replicas", "serialized",
-                                                "address"})
-    data["child_runs"] = [dump(child) for child in run.child_runs]
-    return data
-
-
 if __name__ == "__main__":
     with collect_runs() as cb:
         RunnableLambda(agent).with_config(run_name="agent").invoke({"input": "Tokyo"})
+    run = cb.traced_runs[0]
     with open(sys.argv[1], "w") as f:
-        json.dump(dump(cb.traced_runs[0]), f, indent=1)
+        json.dump(langchain_run_dict(run), f, indent=1)
+    with open(sys.argv[2], "w") as f:
+        json.dump(run.model_dump(mode="json"), f, indent=1)
