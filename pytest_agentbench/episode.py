@@ -24,6 +24,9 @@ Rules (each fixes a fault of the reference runner):
   it (see ``deadline.py``). The phase it passes in types the error, as any fault there: while the
   agent acts it is an agent error (the checker is not called), in reset or step an
   infrastructure error, in the checker an evaluation error.
+* **The end state is kept.** An episode that ends early (a timeout, an exception) keeps the last
+  observation the agent was given as its final observation, so its screenshot is saved and shown
+  as any episode's end state.
 * **Crashes.** ``on_phase`` (when given) is told each phase as it begins, so that a process dying
   in the episode, which raises nothing, is typed by the same rule from outside (``phases.py``).
 * **Scrubbing.** ``scrub`` (when given) replaces every observation before the agent sees it and
@@ -110,11 +113,15 @@ def run_episode(
     timer = Alarm(deadline) if deadline is not None else None
     if on_phase is not None:
         on_phase(phase)
+    #: The last observation the agent was given (scrubbed): the end state shown when the episode
+    #: ends early (a timeout, a raise), as the final observation is when it ends by itself.
+    seen: Observation | None = None
     try:
         agent.reset()
         observation = benchmark.reset(task)
         if scrub is not None:
             observation = scrub(observation)
+        seen = observation
         while True:
             if record.num_steps >= limit:
                 record.error_type = "agent"
@@ -166,6 +173,7 @@ def run_episode(
             observation = benchmark.step(action)
             if scrub is not None:
                 observation = scrub(observation)
+            seen = observation
             record.num_steps += 1
             step.seconds = time.perf_counter() - step_started
             if on_step:
@@ -195,6 +203,8 @@ def run_episode(
     finally:
         if timer is not None:
             timer.stop()
+    if record.final_observation is None:
+        record.final_observation = seen
     record.total_time_seconds = time.perf_counter() - started
     record.cost_usd = sum(s.cost_usd for s in record.steps)
     return record
