@@ -589,6 +589,12 @@ def test_trials_show_the_interval_pass_hat_k_and_one_row_per_trial(run, pytester
         assert viewer.row(f"{record['task_id']}::trial-{record['trial']}").is_visible()
     assert viewer.page.locator("#count").inner_text() == "6 tasks"
     viewer.assert_clean()
+    # A link to the task (the comparison page's) opens every trial of it; a trial's link, that one.
+    every = open_viewer(folder, "#mock%2Fmock_clock_001")
+    assert every.page.locator("tr.row.open .task").all_inner_texts() == [
+        "mock_clock_001::trial-1", "mock_clock_001::trial-2"]
+    one = open_viewer(folder, "#mock%2Fmock_clock_001%3A%3Atrial-2")
+    assert one.page.locator("tr.row.open .task").all_inner_texts() == ["mock_clock_001::trial-2"]
 
 
 def test_one_trial_shows_the_wilson_interval(run, pytester, open_viewer):

@@ -240,6 +240,9 @@ class RunController:
                     f"ERROR: success rate {shown} (outcomes only) is below --bench-min-success {threshold * 100:.1f}%"
                 )
                 reporting.fail_session(session)
+        gate = session.config.pluginmanager.get_plugin("agentbench-compare")
+        if gate is not None:  # --bench-compare: before the viewer, which shows the comparison
+            gate.compare(session, folder, self.records)
         # The gate is decided first: a failure to write a view must not let a bad run pass.
         try:
             # The records are results.jsonl's, in its order, unless a line of it failed: then the
