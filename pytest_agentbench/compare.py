@@ -23,8 +23,11 @@ from typing import Any
 
 from pytest_agentbench import stats
 from pytest_agentbench.record.runfolder import read_results
+from pytest_agentbench.text import shorten
 
 STATUSES = ("regressed", "improved", "unchanged", "new", "gone")
+#: The comparison's file in the compared run's folder (``--bench-compare``).
+COMPARISON_NAME = "comparison.json"
 DEFAULT_ALPHA = 0.05
 
 
@@ -42,6 +45,42 @@ def _rate(t: stats.TaskTrials | None) -> float | None:
     return t.passes / t.trials if t is not None and t.trials else None
 
 
+#: The longest reason a comparison keeps per task and side.
+REASON_LIMIT = 300
+
+
+def _reasons(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Per ``<bench>::<task_id>``, why it did not pass, as the viewer's Reason column says it, of its
+    first record that did not pass (an outcome's failure before an error left out of the rate)."""
+    out: dict[str, str] = {}
+    for outcomes in (True, False):
+        for record in records:
+            key = f"{record['benchmark']}::{record['task_id']}"
+            if key in out or record.get("success") or bool(record.get("outcome")) is not outcomes:
+                continue
+            why = record.get("error") or _failed_criterion(record.get("criteria")) or record.get("reason")
+            if why:
+                out[key] = shorten(why, REASON_LIMIT)
+    return out
+
+
+def _failed_criterion(criteria: Any) -> str | None:
+    """The first failed criterion and what the checker found there, e.g. ``form submitted: ...``."""
+    for criterion in criteria if isinstance(criteria, list) else ():
+        if isinstance(criterion, dict) and criterion.get("passed") is False:
+            detail = criterion.get("detail")
+            return f"{criterion.get('name') or '(unnamed)'}: {detail}" if detail else f"{criterion.get('name')} failed"
+    return None
+
+
+def _side(t: stats.TaskTrials | None, reason: str | None) -> dict[str, Any] | None:
+    """One run's part of a task's row: passes of outcome trials, the mean score, why it did not pass."""
+    if t is None:
+        return None
+    return {"passes": t.passes, "trials": t.trials,
+            "score": round(t.score_sum / t.trials, 6) if t.trials else None, "reason": reason}
+
+
 def compare_records(
     before: Sequence[Mapping[str, Any]],
     after: Sequence[Mapping[str, Any]],
@@ -53,6 +92,7 @@ def compare_records(
     """The comparison of ``after`` (this run) against ``before`` (the reference run)."""
     old = stats.group_tasks(before)
     new = stats.group_tasks(after)
+    old_why, new_why = _reasons(before), _reasons(after)
     rows = []
     pairs: list[tuple[stats.TaskTrials, stats.TaskTrials]] = []
     for key in list(old) + [k for k in new if k not in old]:
@@ -71,8 +111,8 @@ def compare_records(
         assert ref is not None
         rows.append({
             "benchmark": ref.benchmark, "domain": ref.domain, "task_id": ref.task_id, "status": status,
-            "before": {"passes": a.passes, "trials": a.trials} if a is not None else None,
-            "after": {"passes": b.passes, "trials": b.trials} if b is not None else None,
+            "before": _side(a, old_why.get(key)),
+            "after": _side(b, new_why.get(key)),
         })
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in STATUSES}
     result: dict[str, Any] = {

@@ -24,6 +24,11 @@ Rules (each fixes a fault of the reference runner):
   it (see ``deadline.py``). The phase it passes in types the error, as any fault there: while the
   agent acts it is an agent error (the checker is not called), in reset or step an
   infrastructure error, in the checker an evaluation error.
+* **The end state is kept.** An episode that ends early (a timeout, an exception) keeps the last
+  observation the agent was given as its final observation, so its screenshot is saved and shown
+  as any episode's end state.
+* **Crashes.** ``on_phase`` (when given) is told each phase as it begins, so that a process dying
+  in the episode, which raises nothing, is typed by the same rule from outside (``phases.py``).
 * **Scrubbing.** ``scrub`` (when given) replaces every observation before the agent sees it and
   before it is recorded, so a screenshot scrubber runs ahead of everything that reads pixels.
 """
@@ -38,6 +43,7 @@ from pytest_agentbench.benchmark import EvaluationError
 from pytest_agentbench.budget import BudgetSpent
 from pytest_agentbench.deadline import Alarm, DeadlinePassed
 from pytest_agentbench.model import Action, EpisodeRecord, Observation, Step, Verdict
+from pytest_agentbench.phases import PHASES
 from pytest_agentbench.text import shorten
 
 if TYPE_CHECKING:
@@ -67,11 +73,6 @@ def _error_type(exc: BaseException, default: str) -> str:
     return kind if kind in ("agent", "infrastructure", "evaluation") else default
 
 
-#: The error type of a fault in each phase.
-_PHASE_ERROR = {"reset": "infrastructure", "step": "infrastructure", "act": "agent", "evaluate": "evaluation"}
-#: What was running when the deadline passed, by phase.
-_WHILE = {"reset": "while the environment reset", "act": "while the agent was acting",
-          "step": "while the environment ran a step", "evaluate": "while the checker ran"}
 
 
 def _describe(exc: BaseException) -> str:
@@ -90,6 +91,7 @@ def run_episode(
     budget: Budget | None = None,
     scrub: Callable[[Observation], Observation] | None = None,
     deadline: Deadline | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> EpisodeRecord:
     """Play ``task`` once and return its record. Never raises for agent, environment or checker
     faults: they become the record's ``error_type`` (KeyboardInterrupt and SystemExit pass)."""
@@ -109,17 +111,25 @@ def run_episode(
         budget.start_task()
         agent.budget = budget
     timer = Alarm(deadline) if deadline is not None else None
+    if on_phase is not None:
+        on_phase(phase)
+    #: The last observation the agent was given (scrubbed): the end state shown when the episode
+    #: ends early (a timeout, a raise), as the final observation is when it ends by itself.
+    seen: Observation | None = None
     try:
         agent.reset()
         observation = benchmark.reset(task)
         if scrub is not None:
             observation = scrub(observation)
+        seen = observation
         while True:
             if record.num_steps >= limit:
                 record.error_type = "agent"
                 record.error = f"step limit reached: the agent took {limit} steps without done, fail or answer"
                 break
             phase = "act"
+            if on_phase is not None:
+                on_phase(phase)
             step_started = time.perf_counter()
             if deadline is not None:
                 deadline.check()
@@ -158,9 +168,12 @@ def run_episode(
                     record.error = f"agent reported an error: {action.reason or 'no reason given'}"
                 break
             phase = "step"
+            if on_phase is not None:
+                on_phase(phase)
             observation = benchmark.step(action)
             if scrub is not None:
                 observation = scrub(observation)
+            seen = observation
             record.num_steps += 1
             step.seconds = time.perf_counter() - step_started
             if on_step:
@@ -168,6 +181,8 @@ def run_episode(
         record.final_observation = observation
         if record.final_action is None or record.final_action.type != "error":
             phase = "evaluate"
+            if on_phase is not None:
+                on_phase(phase)
             verdict = benchmark.evaluate(task, record.final_action)
             if not isinstance(verdict, Verdict):
                 raise EvaluationError(f"{type(benchmark).__name__}.evaluate() returned {type(verdict).__name__} "
@@ -177,10 +192,10 @@ def run_episode(
     except (KeyboardInterrupt, SystemExit):
         raise
     except DeadlinePassed as passed:
-        record.error_type = _PHASE_ERROR[phase]  # type: ignore[assignment]
-        record.error = f"{passed} {_WHILE[phase]}"
+        record.error_type, words = PHASES[phase]  # type: ignore[assignment]
+        record.error = f"{passed} {words}"
     except BaseException as exc:  # noqa: BLE001 - every other fault becomes part of the record
-        kind = _error_type(exc, _PHASE_ERROR[phase])
+        kind = _error_type(exc, PHASES[phase][0])
         record.error_type = kind  # type: ignore[assignment]
         where = {"reset": "environment reset", "step": "environment step", "act": "agent", "evaluate": "checker"}[phase]
         record.error = f"{where} failed: {_describe(exc)}"
@@ -188,6 +203,8 @@ def run_episode(
     finally:
         if timer is not None:
             timer.stop()
+    if record.final_observation is None:
+        record.final_observation = seen
     record.total_time_seconds = time.perf_counter() - started
     record.cost_usd = sum(s.cost_usd for s in record.steps)
     return record

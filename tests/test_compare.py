@@ -159,6 +159,12 @@ def test_agentbench_view_writes_a_comparison_page(run, pytester, capsys):
     assert capsys.readouterr().out.strip() == str(base / "bad" / "compare-good.html")
     assert "Verdict: <b>regression</b>" in page and page.count('<td class="regressed">') == 6
     assert "agentbench-compare: verdict=regression" in page and "<script" not in page
+    # Each task links to its row in both runs' viewers, with its score and reason on both sides.
+    assert '<a href="../good/viewer.html">viewer of good</a> &middot; <a href="viewer.html">viewer of bad</a>' in page
+    assert ('<td>mock_chrome_001</td><td class="num"><a href="../good/viewer.html#mock%2Fmock_chrome_001">1/1</a></td>'
+            '<td class="num">1.000</td><td class="why"></td>'
+            '<td class="num"><a href="viewer.html#mock%2Fmock_chrome_001">0/1</a></td><td class="num">0.000</td>'
+            '<td class="why">form submitted: neither Submit clicked nor text typed and OK clicked</td>') in page
     assert view_main([str(base / "good"), str(base / "nowhere")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -172,3 +178,72 @@ def test_a_p_value_is_never_printed_as_0():
     assert out["verdict"] == "regression"
     assert "p<0.0001" in grep_line(out) and "p=0 " not in grep_line(out)
     assert format_p(0.0) == "< 0.0001" and format_p(0.03125) == "= 0.03125"
+
+
+def test_the_viewer_shows_the_comparison_and_both_viewers_open_each_tasks_row(run, pytester, browser):
+    """--bench-compare: the run's viewer shows the comparison and links its page; the page links
+    each task to its row in the viewer of either run, and to both viewers."""
+    run(*MOCK, "--bench-run-name", "good")
+    run(*MOCK, "--bench-agent", "noop", "--bench-run-name", "bad", "--bench-compare", "benchmark_results/good")
+    base = pytester.path / "benchmark_results"
+    assert (base / "bad" / "comparison.json").is_file() and (base / "bad" / "compare-good.html").is_file()
+    errors: list[str] = []
+    page = browser.new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    try:
+        page.goto((base / "bad" / "viewer.html").as_uri())
+        section = page.locator("#comparison")
+        assert section.is_visible()
+        text = section.inner_text()
+        assert "Compared with good: regression" in text and "Tasks: 6 regressed, 0 improved" in text
+        # A changed task's link opens its row in this viewer.
+        section.get_by_role("link", name="mock_clock_001").click()
+        page.wait_for_selector("tr.detail")
+        assert page.locator("tr.row.open .task").inner_text() == "mock_clock_001"
+        section.locator("#comparison-page").click()
+        page.wait_for_url("**/bad/compare-good.html")
+        row = page.locator("tr").filter(has=page.get_by_role("cell", name="mock_chrome_002", exact=True))
+        assert [c.strip() for c in row.locator("td").all_inner_texts()] == [
+            "regressed", "mock", "chrome", "mock_chrome_002", "1/1", "1.000", "", "0/1", "0.000",
+            "form submitted: neither Submit clicked nor text typed and OK clicked"]
+        row.get_by_role("link", name="1/1").click()  # the reference run's row
+        page.wait_for_url("**/good/viewer.html#mock%2Fmock_chrome_002")
+        page.wait_for_selector("tr.detail")
+        assert page.locator("tr.row.open .task").inner_text() == "mock_chrome_002"
+        assert page.locator("tr.row.open .status").inner_text() == "passed"
+        page.go_back()
+        row.get_by_role("link", name="0/1").click()  # this run's row
+        page.wait_for_url("**/bad/viewer.html#mock%2Fmock_chrome_002")
+        page.wait_for_selector("tr.detail")
+        assert page.locator("tr.row.open .status").inner_text() == "failed"
+        page.go_back()
+        page.get_by_role("link", name="viewer of good").click()
+        page.wait_for_url("**/good/viewer.html")
+        assert page.locator("#run-name").inner_text() == "good" and page.locator("#comparison").is_hidden()
+    finally:
+        page.close()
+    assert errors == []
+
+
+def test_a_broken_or_planted_comparison_is_a_note_not_a_crash_or_a_link(tmp_path):
+    from pytest_agentbench.record.viewer_data import collect
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text(json.dumps(rec("a", True)) + "\n")
+    for bad in ('{"before_run": "x"}', "[1, 2]", '{"before_run": "x", "counts": "nope"}', "[" * 100_000):
+        (run / "comparison.json").write_text(bad)
+        view = collect(run)
+        assert view.data["comparison"] is None
+        assert any(note.startswith("comparison.json could not be read") for note in view.data["notes"])
+    good = compare_records([rec("a", False)], [rec("a", True)], before_name="ref", after_name="run")
+    (run / "comparison.json").write_text(json.dumps(good))
+    (tmp_path / "elsewhere.html").write_text("not the run's")
+    (run / "compare-ref.html").symlink_to(tmp_path / "elsewhere.html")
+    shown = collect(run).data["comparison"]
+    assert shown["page"] is None  # a link planted in the folder is not offered as the page
+    assert shown["changed"] == [{"status": "improved", "anchor": "mock/a", "task_id": "a"}]
+    (run / "compare-ref.html").unlink()
+    (run / "compare-ref.html").write_text("<html></html>")
+    assert collect(run).data["comparison"]["page"] == "compare-ref.html"

@@ -339,9 +339,14 @@ def test_worker_crash_gets_a_replacement_and_nothing_survives(run_sub, pytester,
     assert (pytester.path / "marks" / "crashed").exists()
     result.stdout.fnmatch_lines(["*worker*crashed*"])
     assert len(all_instances()) == 2 and live_instances() == [] and run_groups() == []
-    # the item the dead worker was playing is in the record, as the error pytest reports
+    # The worker died connecting to its VM, in the item's setup before the agent played: an
+    # infrastructure error in the record, and the setup error pytest reports (xdist alone says failed).
     counts = summary(pytester.path)["statuses"]
     assert counts == {"error": 1, "passed": 3} and result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"errors": 1, "passed": 3}
+    (dead,) = [r for r in results(only_run_folder(pytester.path)) if r["status"] == "error"]
+    assert dead["error_type"] == "infrastructure" and dead["outcome"] is False
+    assert "while its fixtures were set up and its environment connected" in dead["reason"]
 
 
 def _interrupt(pytester, project, sig: int, *, group: bool, stage: str = "blocked") -> subprocess.CompletedProcess:

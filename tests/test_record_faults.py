@@ -1,7 +1,8 @@
 """Fault injection on the run record: a worker killed with SIGKILL under its item, a disk that
 fills up mid-run (an injected ENOSPC at the writer, and a real size-limited tmpfs when mount
 works), and a torn last line in results.jsonl. Every complete record stays, the dead item counts
-as an error, and the run ends with one ERROR: line."""
+as the phase it died in says (the agent's failure, or an infrastructure or evaluation error), and
+the run ends with one ERROR: line."""
 
 from __future__ import annotations
 
@@ -26,22 +27,93 @@ def pytest_runtest_call(item):
 """
 
 
-def test_a_sigkilled_workers_item_is_recorded_as_an_error(run_sub, pytester, monkeypatch):
+def test_a_worker_killed_after_its_episode_is_the_failure_pytest_reports(run_sub, pytester, monkeypatch):
+    # Killed in the test call, after the episode ended: the plugin cannot tell whose fault it is,
+    # so it follows pytest, which reports the item failed, and counts it in the success rate.
     monkeypatch.setenv("KILL_MARK", str(pytester.path / "killed"))
     pytester.makeconftest(KILL_WORKER)
     result = run_sub("--bench=mock", "--bench-limit", "5", "-n", "2")
     assert (pytester.path / "killed").exists()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"failed": 1, "passed": 4}
     folder = only_run_folder(pytester.path)
     rows = {r["task_id"]: r for r in results(folder)}
     assert len(rows) == 5
     dead = rows["mock_clock_001"]
-    assert dead["status"] == "error" and dead["error_type"] == "infrastructure"
-    assert "crashed while running" in dead["error"] and dead["worker"].startswith("gw")
+    assert dead["status"] == "failed" and dead["error_type"] == "agent" and dead["outcome"] is True
+    assert "crashed while running" in dead["error"] and "after its episode ended" in dead["error"]
+    assert dead["worker"].startswith("gw")
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["statuses"] == {"error": 1, "passed": 4}
-    assert summary["num_attempts"] == 5 and summary["num_infrastructure_failures"] == 1
-    result.stdout.fnmatch_lines(["Errors:       1 (1 infrastructure)"])
+    assert summary["statuses"] == {"failed": 1, "passed": 4}
+    assert summary["num_attempts"] == 5 and summary["num_infrastructure_failures"] == 0
+    assert summary["success_rate"] == 0.8
+    result.stdout.fnmatch_lines(["Success rate: 80.0% (outcomes only)"])
+
+
+CRASHING_PHASES = """
+import os, signal
+import pytest
+from pytest_agentbench.agents.builtin import MockAgent
+from pytest_agentbench.benches.mock.bench import MockBenchmark
+
+def die(how):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os._exit(1) if how == "exit" else os.kill(os.getpid(), signal.SIGKILL)
+
+class Crashes(MockAgent):
+    name = "crashes"
+    def act(self, observation, task, history=None):
+        if task.task_id in ("mock_chrome_001", "mock_file_explorer_001", "mock_clock_002"):
+            die("exit" if task.task_id != "mock_clock_002" else "kill")
+        return super().act(observation, task, history)
+
+_reset, _evaluate = MockBenchmark.reset, MockBenchmark.evaluate
+
+def reset(self, task):
+    if task.task_id == "mock_clock_001":
+        die("kill")
+    return _reset(self, task)
+
+def evaluate(self, task, final_action):
+    if task.task_id == "mock_chrome_002":
+        die("exit")
+    return _evaluate(self, task, final_action)
+
+MockBenchmark.reset, MockBenchmark.evaluate = reset, evaluate
+
+@pytest.fixture(scope="session")
+def agent():
+    return Crashes()
+"""
+
+
+def test_a_worker_crash_is_typed_by_the_phase_it_died_in(run_sub, pytester):
+    # 3 of 6 agents kill their worker while acting: the agent's failures, as pytest reports them;
+    # a worker dying in the environment's reset or in the checker is an error, for pytest too.
+    pytester.makeconftest(CRASHING_PHASES)
+    result = run_sub("--bench=mock", "--bench-limit", "6", "-n", "2", "-rfE")
+    assert result.parseoutcomes() == {"failed": 3, "errors": 2, "passed": 1}, result.stdout.str()
+    folder = only_run_folder(pytester.path)
+    rows = {r["task_id"]: r for r in results(folder)}
+    for task_id in ("mock_chrome_001", "mock_file_explorer_001", "mock_clock_002"):
+        row = rows[task_id]
+        assert (row["status"], row["error_type"], row["outcome"]) == ("failed", "agent", True), row
+        assert "crashed while running 'bench/mock::" in row["reason"], row
+        assert row["reason"].endswith("while the agent was acting: the agent's failure"), row
+    reset, checker = rows["mock_clock_001"], rows["mock_chrome_002"]
+    assert (reset["status"], reset["error_type"], reset["outcome"]) == ("error", "infrastructure", False)
+    assert "while the environment reset: an infrastructure error" in reset["reason"]
+    assert (checker["status"], checker["error_type"], checker["outcome"]) == ("error", "evaluation", False)
+    assert "while the checker ran: an evaluation error" in checker["reason"]
+    assert rows["mock_file_explorer_002"]["status"] == "passed"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["statuses"] == {"failed": 3, "error": 2, "passed": 1}
+    assert summary["success_rate"] == 0.25  # 1 of the 4 outcomes: the errors are left out
+    result.stdout.fnmatch_lines([
+        "Errors:       5 (3 agent (failed, to pytest), 1 infrastructure, 1 evaluation)",
+        "Success rate: 25.0% (outcomes only)",
+    ])
+    result.stdout.fnmatch_lines(["ERROR bench/mock::clock::mock_clock_001 - worker 'gw*' crashed while running *"])
 
 
 TORN_WRITES = """
@@ -189,3 +261,19 @@ def test_one_descriptor_for_every_line_and_a_reopen_after_close(tmp_path):
     folder.append_result({"task_id": "d", "benchmark": "b"})  # reopens, appends after the others
     folder.close()
     assert [r["task_id"] for r in folder.read_results()] == ["a", "c", "d"]
+
+
+def test_a_phase_note_is_read_for_its_own_item_only(tmp_path):
+    from pytest_agentbench.phases import ENDED, PhaseNote, crash_cause, read_phase
+
+    note = PhaseNote(tmp_path / "gw0")
+    note.write("bench/mock::chrome::a_long_task_id_first", "evaluate")
+    note.write("bench/mock::chrome::t2", "act")  # shorter: the rest of the earlier line is never read
+    assert read_phase(tmp_path / "gw0", "bench/mock::chrome::t2") == "act"
+    assert read_phase(tmp_path / "gw0", "bench/mock::chrome::a_long_task_id_first") is None
+    assert read_phase(tmp_path / "gw1", "bench/mock::chrome::t2") is None
+    note.close()
+    (tmp_path / "link").symlink_to(tmp_path / "gw0")
+    assert read_phase(tmp_path / "link", "bench/mock::chrome::t2") is None  # a link is not followed
+    assert crash_cause("act")[0] == "agent" and crash_cause("reset")[0] == "infrastructure"
+    assert crash_cause(ENDED)[0] == crash_cause(None)[0] == "agent"

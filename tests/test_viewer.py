@@ -270,6 +270,43 @@ def test_an_agent_error_is_a_failure_not_an_error(run, pytester, open_viewer):
     viewer.assert_clean()
 
 
+SLEEPING_AGENT = """
+import time
+import pytest
+from pytest_agentbench.agents.builtin import MockAgent
+
+class Sleeper(MockAgent):
+    name = "sleeper"
+    def act(self, observation, task, history=None):
+        if history:  # clicked Submit; then it hangs until the task timeout stops it
+            time.sleep(60)
+        return super().act(observation, task, history)
+
+@pytest.fixture(scope="session")
+def agent():
+    return Sleeper()
+"""
+
+
+def test_a_timed_out_task_keeps_the_screen_the_agent_was_looking_at(run, pytester, open_viewer):
+    """A task whose agent ran out of time shows its end state, as any task: the last observation's
+    screenshot is saved as its final screen and opens in the viewer."""
+    pytester.makeconftest(SLEEPING_AGENT)
+    result = run("--bench=mock", "--bench-limit", "1", "--bench-task-timeout", "1")
+    result.assert_outcomes(failed=1)
+    folder = only_run_folder(pytester.path)
+    [row] = results(folder)
+    assert row["error"] == "task timeout: 1 s (--bench-task-timeout) ran out while the agent was acting"
+    shots = ["tasks/mock/mock_chrome_001/step_000.png", "tasks/mock/mock_chrome_001/final.png"]
+    assert row["screenshots"] == shots and all((folder / shot).is_file() for shot in shots)
+    viewer = open_viewer(folder)
+    detail = viewer.expand("mock_chrome_001")
+    final = detail.locator(".final img")
+    assert final.get_attribute("src") == "tasks/mock/mock_chrome_001/final.png"
+    viewer.page.wait_for_function("document.querySelector('tr.detail .final img').naturalWidth > 0")
+    viewer.assert_clean()
+
+
 def test_the_header_names_the_player_the_run_recorded(run, pytester, open_viewer):
     """MockMed's arms play its tasks, not the --bench-agent agent: the header says so, as the folder name does."""
     run("--bench=mockmed", "--bench-limit", "2")
@@ -552,6 +589,12 @@ def test_trials_show_the_interval_pass_hat_k_and_one_row_per_trial(run, pytester
         assert viewer.row(f"{record['task_id']}::trial-{record['trial']}").is_visible()
     assert viewer.page.locator("#count").inner_text() == "6 tasks"
     viewer.assert_clean()
+    # A link to the task (the comparison page's) opens every trial of it; a trial's link, that one.
+    every = open_viewer(folder, "#mock%2Fmock_clock_001")
+    assert every.page.locator("tr.row.open .task").all_inner_texts() == [
+        "mock_clock_001::trial-1", "mock_clock_001::trial-2"]
+    one = open_viewer(folder, "#mock%2Fmock_clock_001%3A%3Atrial-2")
+    assert one.page.locator("tr.row.open .task").all_inner_texts() == ["mock_clock_001::trial-2"]
 
 
 def test_one_trial_shows_the_wilson_interval(run, pytester, open_viewer):

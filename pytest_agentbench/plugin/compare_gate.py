@@ -1,24 +1,26 @@
-"""``--bench-compare RUN`` and ``--bench-fail-on-regression`` on the controller: compare this run's records
-with RUN's at the end, write ``comparison.json``, print the block and its grep line, and fail the
-run on a significant regression when asked. ``--bench-baseline`` (xfail of known failures) is separate
-and unchanged."""
+"""``--bench-compare RUN`` and ``--bench-fail-on-regression`` on the controller: compare this run's
+records with RUN's at the end, write ``comparison.json`` and the comparison page, print the block and
+its grep line, and fail the run on a significant regression when asked. ``--bench-baseline`` (xfail
+of known failures) is separate and unchanged."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.compare import compare_records, format_p, load_run, summary_lines
+from pytest_agentbench.compare import COMPARISON_NAME, compare_records, format_p, load_run, summary_lines
 from pytest_agentbench.plugin import reporting
 
-COMPARISON_NAME = "comparison.json"
+if TYPE_CHECKING:
+    from pytest_agentbench.record.runfolder import RunFolder
 
 
 class CompareGate:
     def __init__(self, config: pytest.Config, path: Path, *, alpha: float, fail: bool) -> None:
         self.config = config
+        self.path = path
         try:  # read now: a malformed reference run is a usage error before any episode plays
             self.name, self.before = load_run(path)
         except (ValueError, OSError) as exc:
@@ -28,18 +30,19 @@ class CompareGate:
         self.result: dict[str, Any] | None = None
         self.message: str | None = None
 
-    @pytest.hookimpl(trylast=True)  # after the controller collected every record
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        controller = self.config.pluginmanager.get_plugin("agentbench-controller")
-        folder = getattr(getattr(controller, "state", None), "run_folder", None)
-        if controller is None or folder is None or controller.summary is None:
-            return
-        self.result = compare_records(self.before, controller.records, alpha=self.alpha,
-                                      before_name=self.name, after_name=folder.name)
+    def compare(self, session: pytest.Session, folder: RunFolder, records: list[dict[str, Any]]) -> None:
+        """Compare once every record is in: the controller calls this before it writes the run's
+        viewer, which shows the comparison and links its page. Writes ``comparison.json`` and the
+        comparison page (``compare-<RUN>.html``, linking each task to its row in both viewers)."""
+        from pytest_agentbench.record.compare_view import run_folder_of, write_page
+
+        self.result = compare_records(self.before, records, alpha=self.alpha, before_name=self.name,
+                                      after_name=folder.name)
         try:
             folder.write_json(folder.path / COMPARISON_NAME, self.result)
+            write_page(folder.path, self.result, run_folder_of(self.path), viewer_follows=True)
         except OSError as exc:
-            self.message = f"ERROR: could not write {folder.path / COMPARISON_NAME}: {exc}"
+            self.message = f"ERROR: could not write the comparison in {folder.path}: {exc}"
         if self.fail and self.result["verdict"] == "regression":
             self.message = (f"ERROR: significant regression against {self.name}: success rate "
                             f"{self.result['difference'] * 100:+.1f} points, p {format_p(self.result['p_value'])} "

@@ -110,9 +110,7 @@ class RunController:
             return
         payload = getattr(report, PAYLOAD_ATTR, None)
         if not payload:
-            payload = self._crash_payload(report)
-            if not payload:
-                return
+            return
         if report.when == "call" or report.failed or report.skipped or reporting.is_rerun(report):
             if report.nodeid in self.recorded and not reporting.is_rerun(report):
                 # ``--dist each`` runs every item on every worker: one record per item, the first
@@ -167,12 +165,14 @@ class RunController:
         if session is not None:
             session.shouldstop = reason
 
-    def _crash_payload(self, report: pytest.TestReport) -> dict[str, Any] | None:
-        """A record for a benchmark item whose process died under it (xdist reports the crash
-        itself, without the record the worker never sent): an infrastructure error, so the
-        summary counts it as the error pytest shows."""
-        if not report.failed or report.nodeid in self.recorded:
-            return None
+    def record_crash(self, report: pytest.TestReport, phase: str | None) -> None:
+        """Give the report xdist makes for a benchmark item whose worker died under it (without
+        the record the worker never sent) a record, typed by the ``phase`` the worker noted
+        (``phases.py``). An agent's failure stays the failure pytest reports; an infrastructure
+        or evaluation error becomes a setup error, which pytest counts as one, as it counts
+        such an error raised in the worker."""
+        if report.nodeid in self.recorded or self.state.run_folder is None:
+            return
         if self._tasks_by_nodeid is None:
             from pytest_agentbench.plugin.episodes import task_nodeid
 
@@ -182,16 +182,23 @@ class RunController:
                                      for task in suite.tasks}
         task = self._tasks_by_nodeid.get(report.nodeid)
         if task is None:
-            return None
+            return
+        from pytest_agentbench.phases import crash_cause
         from pytest_agentbench.record.run_files import base_payload
 
-        message = " ".join(str(report.longrepr or "the process running this item died").split())[:500]
+        error_type, where = crash_cause(phase)
+        crashed = " ".join(str(report.longrepr or "the process running this item died").split())[:500]
+        blame = ("the agent's failure" if error_type == "agent" else
+                 f"an {error_type} error, left out of the success rate")
+        message = f"{crashed} {where}: {blame}"
         payload = base_payload(report.nodeid, task, self.state.settings.agent)
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
         if worker:
             payload["worker"] = worker
-        payload.update(error=message, error_type="infrastructure", reason=message, outcome=False)
-        return payload
+        payload.update(error=message, error_type=error_type, reason=message, outcome=error_type == "agent")
+        report.longrepr = message
+        report.when = "call" if error_type == "agent" else "setup"  # xdist's "???": pytest counts a failure
+        setattr(report, PAYLOAD_ATTR, payload)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         folder = self.state.run_folder
@@ -233,6 +240,9 @@ class RunController:
                     f"ERROR: success rate {shown} (outcomes only) is below --bench-min-success {threshold * 100:.1f}%"
                 )
                 reporting.fail_session(session)
+        gate = session.config.pluginmanager.get_plugin("agentbench-compare")
+        if gate is not None:  # --bench-compare: before the viewer, which shows the comparison
+            gate.compare(session, folder, self.records)
         # The gate is decided first: a failure to write a view must not let a bad run pass.
         try:
             # The records are results.jsonl's, in its order, unless a line of it failed: then the

@@ -7,13 +7,16 @@ Controller-only work (the run folder's results.jsonl, summary, terminal report, 
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agentbench.outcomes import default_outcome
+from pytest_agentbench.phases import ENDED
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.artifacts import save_episode
 from pytest_agentbench.plugin.bridge import usage_errors
@@ -26,6 +29,7 @@ from pytest_agentbench.plugin.state import (  # noqa: F401 - re-exported: confte
     STATE_KEY,
     TASK_KEY,
     config_state,
+    is_episode_item,
     task_from_item,
 )
 from pytest_agentbench.plugin.task_timeout import episode_deadline, own_timeout
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.budget import Budget
     from pytest_agentbench.manifest import Manifest
     from pytest_agentbench.model import EpisodeRecord, Observation, Task
+    from pytest_agentbench.phases import PhaseNote
     from pytest_agentbench.plugin.pools import PoolManager
     from pytest_agentbench.plugin.run_settings import Settings
     from pytest_agentbench.record.runfolder import RunFolder
@@ -47,6 +52,8 @@ if TYPE_CHECKING:
 MANIFEST_INPUT = "agentbench_manifest"
 RUNFOLDER_INPUT = "agentbench_run_folder"
 LEASE_INPUT = "agentbench_lease"
+#: The folder where each worker notes the phase of its item (``phases.py``), for the controller.
+PHASES_INPUT = "agentbench_phases"
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -84,6 +91,8 @@ class AgentbenchPlugin:
         self.item: pytest.Item | None = None
         #: ``--bench-task-timeout`` (None: pytest-timeout's timeout for the item, if any).
         self.task_timeout = own_timeout(config)
+        #: An xdist worker's note of where its item is, read by the controller if the worker dies.
+        self.phase_note: PhaseNote | None = None
         from pytest_agentbench.plugin.rootdir_check import warn_spaced_path_options
 
         warn_spaced_path_options(config)
@@ -147,6 +156,10 @@ class AgentbenchPlugin:
             if MANIFEST_INPUT in data:
                 self.manifest = Manifest.read(data[MANIFEST_INPUT])
                 self.run_folder = RunFolder(data[RUNFOLDER_INPUT])
+                if data.get(PHASES_INPUT):
+                    from pytest_agentbench.phases import PhaseNote
+
+                    self.phase_note = PhaseNote(Path(data[PHASES_INPUT]) / data["workerid"])
             else:  # the controller had no episodes to play (only suite benchmarks)
                 self.manifest = Manifest()
             self.known_failures = dict(data.get("agentbench_known", {}))
@@ -250,6 +263,8 @@ class AgentbenchPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         errors = self.writer.close()
+        if self.phase_note is not None:
+            self.phase_note.close()
         if errors and is_worker(self.config):
             self.config.workeroutput["agentbench_write_errors"] = errors  # type: ignore[attr-defined]
         for bench in self.benchmarks.values():
@@ -276,9 +291,13 @@ class AgentbenchPlugin:
         trial = record_fields(item, item.stash[TASK_KEY])
         agent.trial, agent.seed = trial["trial"], trial["seed"]
         started = time.perf_counter()
+        note = self.phase_note
+        on_phase = functools.partial(note.write, item.nodeid) if note is not None else None
         with episode_deadline(item, self.task_timeout) as deadline:
             record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
-                                 budget=budget, scrub=self._scrubber(task), deadline=deadline)
+                                 budget=budget, scrub=self._scrubber(task), deadline=deadline, on_phase=on_phase)
+        if note is not None:
+            note.write(item.nodeid, ENDED)
         outcome = (item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item)
                    or default_outcome(record))
         item.stash[OUTCOME_KEY] = outcome
@@ -371,6 +390,8 @@ class AgentbenchPlugin:
         rather than from ``request``, which costs pytest a new fixture definition (and a signature
         inspection) per look-up, four per item."""
         self.item = item
+        if self.phase_note is not None and is_episode_item(item):
+            self.phase_note.write(item.nodeid, "setup")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """``--bench-dry-run``: price the selected items now, while the benchmarks are still open."""

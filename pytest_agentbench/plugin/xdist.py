@@ -7,7 +7,10 @@ builds its items from the frozen manifest, so all workers collect the identical 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.session import AgentbenchPlugin
@@ -16,6 +19,8 @@ if TYPE_CHECKING:
 class XdistController:
     def __init__(self, state: AgentbenchPlugin) -> None:
         self.state = state
+        #: A private folder where each worker notes the phase of its item (``phases.py``).
+        self.phase_dir: Path | None = None
 
     def pytest_xdist_setupnodes(self, config: Any, specs: list[Any]) -> None:
         """A cloud pool creates one VM per worker now, before any worker starts (so they boot
@@ -31,7 +36,7 @@ class XdistController:
             pools.provision(wanted if left is None else min(wanted, left))
 
     def pytest_configure_node(self, node: Any) -> None:
-        from pytest_agentbench.plugin.session import LEASE_INPUT, MANIFEST_INPUT, RUNFOLDER_INPUT
+        from pytest_agentbench.plugin.session import LEASE_INPUT, MANIFEST_INPUT, PHASES_INPUT, RUNFOLDER_INPUT
 
         if self.state.pools is not None:
             # A static pool's host per worker from the free list (a replacement worker gets the
@@ -42,6 +47,11 @@ class XdistController:
             return
         node.workerinput[MANIFEST_INPUT] = str(folder.manifest_path.absolute())
         node.workerinput[RUNFOLDER_INPUT] = str(folder.path.absolute())
+        if self.phase_dir is None:
+            import tempfile
+
+            self.phase_dir = Path(tempfile.mkdtemp(prefix="agentbench-phases-"))  # mode 0700: this user's
+        node.workerinput[PHASES_INPUT] = str(self.phase_dir)
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
         from pytest_agentbench.plugin.resume import worker_input
 
@@ -54,3 +64,26 @@ class XdistController:
         controller = node.config.pluginmanager.get_plugin("agentbench-controller")
         if errors and controller is not None:
             controller.file_errors.extend(errors)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """A worker died under a benchmark item. xdist reports it failed; the worker's phase note
+        says whose fault it was: while the agent acted (or where the plugin cannot tell) it is the
+        agent's failure, counted in the success rate as pytest counts it; in the item's setup, the
+        environment or the checker it is an infrastructure or evaluation error, and the report
+        becomes the setup error pytest then shows, so pytest's counts and the record's agree."""
+        controller = self.state.config.pluginmanager.get_plugin("agentbench-controller")
+        if report.outcome != "failed" or controller is None:
+            return  # another plugin plays it again (a rerun)
+        from pytest_agentbench.phases import read_phase
+
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
+        phase = read_phase(self.phase_dir / worker, crashitem) if self.phase_dir is not None and worker else None
+        controller.record_crash(report, phase)
+
+    def pytest_unconfigure(self) -> None:
+        if self.phase_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.phase_dir, ignore_errors=True)
+            self.phase_dir = None

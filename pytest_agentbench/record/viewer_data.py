@@ -85,6 +85,7 @@ def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[d
         "traj": where,
         "notes": notes,
         "statistics": viewer_statistics(summary, records),
+        "comparison": _comparison(inside, notes),
     }
     texts = _embedded(records, _TrajectoryReader(inside), where, notes)
     if results is not None:
@@ -155,6 +156,13 @@ class _Inside:
                 raise SymlinkRefused(rel) from None
             raise
 
+    def is_file(self, name: str) -> bool:
+        """Whether ``name``, a file directly in the run folder, is there as a regular file (not a link)."""
+        try:
+            return stat.S_ISREG(os.lstat(os.path.join(self.root, name)).st_mode)
+        except OSError:
+            return False
+
     def notes(self) -> list[str]:
         if not self.links:
             return []
@@ -180,6 +188,41 @@ def _read_summary(inside: _Inside, notes: list[str]) -> dict[str, Any]:
         notes.append(f"summary.json could not be read ({_short_error(exc)}); metrics are computed from results.jsonl")
         return {}
     return data if isinstance(data, dict) else {}
+
+
+#: At most this many changed tasks are linked from the page's comparison section.
+CHANGED_LIMIT = 200
+
+
+def _comparison(inside: _Inside, notes: list[str]) -> dict[str, Any] | None:
+    """What the page shows of ``comparison.json`` (``--bench-compare``): the terminal's lines, the
+    tasks that regressed or improved (each opens its row here), and the comparison page's name
+    when that page is in the folder. None without the file; a broken one is a note."""
+    from pytest_agentbench.compare import COMPARISON_NAME, summary_lines
+    from pytest_agentbench.record.compare_view import page_name
+    from pytest_agentbench.text import shorten
+
+    try:
+        raw = inside.read(COMPARISON_NAME, RECORD_LIMIT)
+        if raw is None:
+            raise ValueError(f"bigger than {RECORD_LIMIT} bytes")
+        result = json.loads(raw)
+        # The terminal's lines but the grep line, and the regressed names (linked below instead)
+        lines = [shorten(line, 2000) for line in summary_lines(result)[:-1] if not line.startswith("Regressed: ")]
+        changed = [{"status": str(r["status"]), "anchor": f"{r['benchmark']}/{r['task_id']}",
+                    "task_id": str(r["task_id"])}
+                   for r in result["tasks"] if r["status"] in ("regressed", "improved")]
+        before = str(result["before_run"])
+    except (SymlinkRefused, FileNotFoundError):
+        return None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+        notes.append(f"{COMPARISON_NAME} could not be read ({_short_error(exc)})")
+        return None
+    page = page_name(before)
+    return {"before_run": shorten(before, 200), "verdict": shorten(result.get("verdict"), 100), "lines": lines,
+            "changed": [c for c in changed if len(c["anchor"]) <= 1000][:CHANGED_LIMIT],
+            "more": max(0, len(changed) - CHANGED_LIMIT),
+            "page": page if _safe_rel(page) == page and "/" not in page and inside.is_file(page) else None}
 
 
 def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any]], str | None]:

@@ -60,7 +60,7 @@
   function normalize(r, key) {
     var shots = list(r.screenshots).map(safeRel).filter(Boolean), where = list(DATA.traj[key]);
     return {
-      key: key, task_id: str(r.task_id) + (MULTI_TRIAL && num(r.trial) ? "::trial-" + num(r.trial) : ""), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
+      key: key, base: str(r.task_id), task_id: str(r.task_id) + (MULTI_TRIAL && num(r.trial) ? "::trial-" + num(r.trial) : ""), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
       nodeid: str(r.nodeid), status: statusOf(r), outcome: isOutcome(r), score: num(r.score),
       num_steps: num(r.num_steps) || 0, step_limit: num(r.step_limit) || 0, reason: str(r.reason),
       error: str(r.error), error_type: str(r.error_type), seconds: num(r.total_time_seconds), cost: num(r.cost_usd),
@@ -183,6 +183,35 @@
     if (!DATA.notes.length) return;
     DATA.notes.forEach(function (note) { add($("notes"), el("p", null, note)); });
     $("notes").hidden = false;
+  }
+  /* --bench-compare's comparison.json: its lines, the comparison page, and the tasks that changed. */
+  function renderComparison() {
+    var c = DATA.comparison;
+    if (!c) return;
+    var box = $("comparison"), verdict = str(c.verdict);
+    add(box, add(el("p", "comparison-title"), "Compared with ", el("b", null, str(c.before_run)), ": ",
+                 el("span", "v-" + verdict.replace(/ /g, "-"), verdict)));
+    list(c.lines).forEach(function (line) { add(box, el("p", null, str(line))); });
+    var changed = list(c.changed);
+    if (changed.length) {
+      var p = add(el("p"), "Changed: ");
+      changed.forEach(function (t, i) {
+        var a = el("a", "c-" + str(t.status), str(t.task_id));
+        a.href = "#" + encodeURIComponent(str(t.anchor));
+        a.title = str(t.status);
+        add(p, i ? ", " : null, a);
+      });
+      if (c.more) add(p, " (+" + c.more + " more)");
+      add(box, p);
+    }
+    var page = safeRel(c.page);
+    if (page) {
+      var open = el("a", null, "Open the comparison page");
+      open.href = fileUrl(page);
+      open.id = "comparison-page";
+      add(box, add(el("p"), open, ": every task, with its scores and reasons in both runs and links to both viewers"));
+    }
+    box.hidden = false;
   }
   function renderDomains() {
     var rows = DATA.by_domain;
@@ -449,19 +478,25 @@
   }
 
   /* ---- start ------------------------------------------------------------------------------ */
+  /* A link to a task opens its row: "#bench/task" (with trials, "#bench/task::trial-N" one trial, and
+     "#bench/task" every trial of it, as the comparison page links it). */
   function openFromHash() {
     var wanted;
     try { wanted = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
-    var hit = wanted && TASKS.filter(function (t) { return anchor(t) === wanted; })[0];
-    if (!hit) return;
-    toggleTask(hit, true);
-    var tr = document.querySelector('tr.row[data-key="' + hit.key + '"]');
+    if (!wanted) return;
+    var hits = TASKS.filter(function (t) { return anchor(t) === wanted; });
+    if (!hits.length) hits = TASKS.filter(function (t) { return t.benchmark + "/" + t.base === wanted; });
+    if (!hits.length) return;
+    hits.forEach(function (t) { state.open[t.key] = true; });
+    update();
+    var tr = document.querySelector('tr.row[data-key="' + hits[0].key + '"]');
     if (tr) tr.scrollIntoView({ block: "start" });
   }
   renderHeader();
   renderMetrics();
   renderChips();
   renderNotes();
+  renderComparison();
   renderDomains();
   fillSelect("f-status", "status", "statuses");
   fillSelect("f-benchmark", "benchmark", "benchmarks");
@@ -471,4 +506,5 @@
   bindLightbox();
   update();
   openFromHash();
+  window.addEventListener("hashchange", openFromHash);
 })();
