@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,6 +52,29 @@ class AuditFailed(pytest.fail.Exception):  # type: ignore[name-defined, misc]  #
 
 
 AuditFailed.__name__ = AuditFailed.__qualname__ = "Failed"
+
+
+#: The word a report shows for run classes that have no status word (pytest's error or skip).
+OTHER_WORDS = {"not-delivered": "ERROR", "invalid": "INVALID", "no-reference": "NOT AUDITED",
+               "not-audited": "NOT AUDITED"}
+
+
+def status_word(run_class: str) -> str:
+    """FALSE-ACCEPT, KILLED, ...: the run class as the terminal's status word names it."""
+    word = STATUS_WORDS.get(run_class, (None, None, OTHER_WORDS.get(run_class, run_class.upper())))[2]
+    return word[0] if isinstance(word, tuple) else str(word)
+
+
+def report_view(config: pytest.Config, payload: dict[str, Any]) -> reporting.View:
+    """What report plugins show of an audit item: the run class's word with the diff or reason
+    (a false accept is named so where pytest says only "Failed"), the run itself as a JSON
+    document, and the ``--audit-out`` report (written at the end of the run) as its file."""
+    text = str(payload.get("summary") or payload.get("reason") or "")
+    session = config.stash.get(AUDIT_KEY, None)
+    out = session.settings.out if session is not None else None
+    files = ((Path(out).absolute(), Path(out).name),) if out is not None else ()
+    return reporting.View(verdict=reporting.status_line(status_word(str(payload["run_class"])), text), files=files,
+                          documents=(("audit-run.json", json.dumps(payload, indent=2, sort_keys=True)),))
 
 
 def run_audit_item() -> None:
@@ -82,22 +106,17 @@ def run_audit(item: pytest.Item) -> dict[str, Any]:
     return run
 
 
-#: Where each built-in audit adapter is defined (their factories sit in plugin.py).
-BUILTIN_ADAPTERS = {"toy": "pytest_agentbench.audit.adapters.toy:ToyAdapter",
-                    "appworld": "pytest_agentbench.audit.adapters.appworld:AppWorldAdapter"}
-
-
 class AuditItem(pytest.Function):
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # Located at the adapter under audit (pytest-sugar and CI annotations show this).
-        from pytest_agentbench.plugin.integrations import resolve, source_of
+        # Located at the adapter under audit when it is named module:Attr, else (a registered or
+        # built-in adapter) at the item's node (pytest-sugar and CI annotations show this).
+        from pytest_agentbench.plugin.integrations import located, resolve, source_of
 
         session = self.config.stash.get(AUDIT_KEY, None)
         spec = session.settings.verifier if session is not None else ""
-        spec = BUILTIN_ADAPTERS.get(spec, spec)
         target = resolve(spec) if ":" in spec else None
         source = source_of(target) if target is not None else None
-        return (source if source is not None else (self.path, 0)) + (self.nodeid,)
+        return located(self, source)
 
     @property
     def function(self) -> Any:
