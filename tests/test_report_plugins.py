@@ -186,6 +186,9 @@ def test_builtin_items_are_located_at_their_node_not_the_installed_source(run, p
         "--junitxml=audit.xml", "-o", "junit_family=xunit1")
     (case,) = ET.parse(pytester.path / "audit.xml").getroot().findall(".//testcase")
     assert (case.get("file"), case.get("line")) == ("audit/toy", None)
+    run("--bench=extradup", "-k", "record and control", "--junitxml=extradup.xml", "-o", "junit_family=xunit1")
+    cells = ET.parse(pytester.path / "extradup.xml").getroot().findall(".//testcase")
+    assert cells and {(c.get("file"), c.get("line")) for c in cells} == {("bench/extradup", None)}
     verbose = run("--bench=mock", "--bench-limit", "1", "-vv")
     assert "site-packages" not in verbose.stdout.str() and "pytest_agentbench/benches" not in verbose.stdout.str()
 
