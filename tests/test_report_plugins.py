@@ -186,6 +186,13 @@ def test_builtin_items_are_located_at_their_node_not_the_installed_source(run, p
         "--junitxml=audit.xml", "-o", "junit_family=xunit1")
     (case,) = ET.parse(pytester.path / "audit.xml").getroot().findall(".//testcase")
     assert (case.get("file"), case.get("line")) == ("audit/toy", None)
+    pytester.makeconftest(BROKEN_CONFTEST)  # an adapter of the user's: located where it is registered
+    run("--audit-verifier=broken", "--audit-tasks", "split-bill", "--audit-operators", "extra",
+        "--junitxml=own.xml", "-o", "junit_family=xunit1")
+    (case,) = ET.parse(pytester.path / "own.xml").getroot().findall(".//testcase")
+    written = (pytester.path / "conftest.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(written) if 'registry.register("broken"' in text)  # 0-based
+    assert (case.get("file"), case.get("line")) == ("conftest.py", str(line))
     run("--bench=extradup", "-k", "record and control", "--junitxml=extradup.xml", "-o", "junit_family=xunit1")
     cells = ET.parse(pytester.path / "extradup.xml").getroot().findall(".//testcase")
     assert cells and {(c.get("file"), c.get("line")) for c in cells} == {("bench/extradup", None)}

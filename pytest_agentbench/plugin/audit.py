@@ -25,13 +25,16 @@ import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.run_settings import AuditSettings
+
+if TYPE_CHECKING:
+    from pytest_agentbench.registry import AdapterRegistry
 
 AUDIT_KEY = pytest.StashKey["AuditSession"]()
 ITEM_KEY = pytest.StashKey[tuple[str, str]]()  # (task id, operator)
@@ -108,15 +111,13 @@ def run_audit(item: pytest.Item) -> dict[str, Any]:
 
 class AuditItem(pytest.Function):
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # Located at the adapter under audit when it is named module:Attr, else (a registered or
-        # built-in adapter) at the item's node (pytest-sugar and CI annotations show this).
-        from pytest_agentbench.plugin.integrations import located, resolve, source_of
+        # Located at the adapter under audit (module:Attr) or the factory that registered it (a
+        # conftest's or a plugin's), else (a built-in) at the item's node (pytest-sugar and CI
+        # annotations show this).
+        from pytest_agentbench.plugin.integrations import located
 
         session = self.config.stash.get(AUDIT_KEY, None)
-        spec = session.settings.verifier if session is not None else ""
-        target = resolve(spec) if ":" in spec else None
-        source = source_of(target) if target is not None else None
-        return located(self, source)
+        return located(self, session.adapter_source() if session is not None else None)
 
     @property
     def function(self) -> Any:
@@ -228,6 +229,9 @@ class AuditSession:
         # reruns) counts once.
         self.runs = reporting.Payloads(PAYLOAD_ATTR)
         self._operators_by_task: dict[str, list[str]] | None = None
+        self._registry: AdapterRegistry | None = None
+        self._source: tuple[Path, int] | None = None
+        self._source_known = False
         self.started = time.perf_counter()
         self.audit_seconds = 0.0
         from pytest_agentbench.plugin.rootdir_check import warn_spaced_path_options
@@ -235,12 +239,31 @@ class AuditSession:
         warn_spaced_path_options(config)
 
     # -- resolution ----------------------------------------------------------------------------
-    def make_adapter(self) -> Any:
-        from pytest_agentbench.registry import AdapterRegistry
+    def registry(self) -> AdapterRegistry:
+        """The adapters registered through the hook, asked for once per process."""
+        if self._registry is None:
+            from pytest_agentbench.registry import AdapterRegistry
 
+            self._registry = AdapterRegistry()
+            self.config.hook.pytest_agentbench_register_audit_adapters(registry=self._registry)
+        return self._registry
+
+    def adapter_source(self) -> tuple[Path, int] | None:
+        """Where the adapter under audit is defined (``module:Attr``) or registered (its factory);
+        None for a built-in's, which sits in this package. Looked up once: every item asks."""
+        if not self._source_known:
+            from pytest_agentbench.plugin.integrations import resolve, source_of
+
+            spec = self.settings.verifier
+            entry = self.registry().entries.get(spec)
+            target = entry.factory if entry is not None else resolve(spec) if ":" in spec else None
+            self._source = source_of(target) if target is not None else None
+            self._source_known = True
+        return self._source
+
+    def make_adapter(self) -> Any:
         spec = self.settings.verifier
-        registry = AdapterRegistry()
-        self.config.hook.pytest_agentbench_register_audit_adapters(registry=registry)
+        registry = self.registry()
         if spec in registry:
             with _construction(spec):
                 adapter = registry.create(spec, self.config)
