@@ -7,6 +7,7 @@ benchmark.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -165,6 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(run_fixtures(config), "agentbench-run-fixtures")
     if audit:
         _configure_audit(config)
+    _register_report_plugins(config, items_requested=bool(benchmarks or audit))
     if not benchmarks:
         return
     from pytest_agentbench.plugin.run_settings import settings_from_config
@@ -189,10 +191,32 @@ def pytest_configure(config: pytest.Config) -> None:
             from pytest_agentbench.plugin.xdist import XdistController
 
             config.pluginmanager.register(XdistController(state), "agentbench-xdist")
-        if config.pluginmanager.hasplugin("html"):
-            from pytest_agentbench.plugin.html import HtmlColumns
 
-            config.pluginmanager.register(HtmlColumns(), "agentbench-html")
+
+def _register_report_plugins(config: pytest.Config, *, items_requested: bool) -> None:
+    """What third-party report plugins show of this plugin's items, the same for every item kind:
+    pytest-html's columns and links, allure's attachments and status, GitHub annotations of setup
+    errors. Each is loaded only when its tool is active in this run."""
+    pluginmanager = config.pluginmanager
+    if pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None):
+        from pytest_agentbench.plugin.html import HtmlColumns, wanted
+
+        if wanted(config, items_requested=items_requested):
+            pluginmanager.register(HtmlColumns(config), "agentbench-html")
+    if not hasattr(config, "workerinput") and pluginmanager.hasplugin("xdist") and \
+            getattr(config.option, "count", None) not in (None, 1):
+        from pytest_agentbench.plugin.repeat import CaseRepeatGuard
+
+        pluginmanager.register(CaseRepeatGuard(), "agentbench-case-repeat")
+    if getattr(config.option, "allure_report_dir", None):  # allure-pytest writes results (its listener
+        # may register after this plugin's configure: AllureReports looks it up for each report)
+        from pytest_agentbench.plugin.integrations import AllureReports
+
+        pluginmanager.register(AllureReports(config), "agentbench-allure")
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not hasattr(config, "workerinput"):
+        from pytest_agentbench.plugin.integrations import SetupErrorAnnotations
+
+        pluginmanager.register(SetupErrorAnnotations(config), "agentbench-github-annotations")
 
 
 def _warn_unused_bench_options(config: pytest.Config) -> None:
@@ -217,6 +241,9 @@ def _warn_unused_mockmed_options(config: pytest.Config) -> None:
 
 
 def _configure_audit(config: pytest.Config) -> None:
+    from pytest_agentbench.plugin.repeat import refuse_repeat
+
+    refuse_repeat(config, "verifier-audit items", "each task is audited once per run; run without --count")
     from pytest_agentbench.plugin.audit import AUDIT_KEY, AuditSession, AuditXdist
     from pytest_agentbench.plugin.run_settings import audit_settings_from_config
 

@@ -24,13 +24,17 @@ import json
 import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.plugin import reporting
 from pytest_agentbench.plugin.run_settings import AuditSettings
+
+if TYPE_CHECKING:
+    from pytest_agentbench.registry import AdapterRegistry
 
 AUDIT_KEY = pytest.StashKey["AuditSession"]()
 ITEM_KEY = pytest.StashKey[tuple[str, str]]()  # (task id, operator)
@@ -51,6 +55,29 @@ class AuditFailed(pytest.fail.Exception):  # type: ignore[name-defined, misc]  #
 
 
 AuditFailed.__name__ = AuditFailed.__qualname__ = "Failed"
+
+
+#: The word a report shows for run classes that have no status word (pytest's error or skip).
+OTHER_WORDS = {"not-delivered": "ERROR", "invalid": "INVALID", "no-reference": "NOT AUDITED",
+               "not-audited": "NOT AUDITED"}
+
+
+def status_word(run_class: str) -> str:
+    """FALSE-ACCEPT, KILLED, ...: the run class as the terminal's status word names it."""
+    word = STATUS_WORDS.get(run_class, (None, None, OTHER_WORDS.get(run_class, run_class.upper())))[2]
+    return word[0] if isinstance(word, tuple) else str(word)
+
+
+def report_view(config: pytest.Config, payload: dict[str, Any]) -> reporting.View:
+    """What report plugins show of an audit item: the run class's word with the diff or reason
+    (a false accept is named so where pytest says only "Failed"), the run itself as a JSON
+    document, and the ``--audit-out`` report (written at the end of the run) as its file."""
+    text = str(payload.get("summary") or payload.get("reason") or "")
+    session = config.stash.get(AUDIT_KEY, None)
+    out = session.settings.out if session is not None else None
+    files = ((Path(out).absolute(), Path(out).name),) if out is not None else ()
+    return reporting.View(verdict=reporting.status_line(status_word(str(payload["run_class"])), text), files=files,
+                          documents=(("audit-run.json", json.dumps(payload, indent=2, sort_keys=True)),))
 
 
 def run_audit_item() -> None:
@@ -82,22 +109,15 @@ def run_audit(item: pytest.Item) -> dict[str, Any]:
     return run
 
 
-#: Where each built-in audit adapter is defined (their factories sit in plugin.py).
-BUILTIN_ADAPTERS = {"toy": "pytest_agentbench.audit.adapters.toy:ToyAdapter",
-                    "appworld": "pytest_agentbench.audit.adapters.appworld:AppWorldAdapter"}
-
-
 class AuditItem(pytest.Function):
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # Located at the adapter under audit (pytest-sugar and CI annotations show this).
-        from pytest_agentbench.plugin.integrations import resolve, source_of
+        # Located at the adapter under audit (module:Attr) or the factory that registered it (a
+        # conftest's or a plugin's), else (a built-in) at the item's node (pytest-sugar and CI
+        # annotations show this).
+        from pytest_agentbench.plugin.integrations import located
 
         session = self.config.stash.get(AUDIT_KEY, None)
-        spec = session.settings.verifier if session is not None else ""
-        spec = BUILTIN_ADAPTERS.get(spec, spec)
-        target = resolve(spec) if ":" in spec else None
-        source = source_of(target) if target is not None else None
-        return (source if source is not None else (self.path, 0)) + (self.nodeid,)
+        return located(self, session.adapter_source() if session is not None else None)
 
     @property
     def function(self) -> Any:
@@ -209,6 +229,9 @@ class AuditSession:
         # reruns) counts once.
         self.runs = reporting.Payloads(PAYLOAD_ATTR)
         self._operators_by_task: dict[str, list[str]] | None = None
+        self._registry: AdapterRegistry | None = None
+        self._source: tuple[Path, int] | None = None
+        self._source_known = False
         self.started = time.perf_counter()
         self.audit_seconds = 0.0
         from pytest_agentbench.plugin.rootdir_check import warn_spaced_path_options
@@ -216,12 +239,31 @@ class AuditSession:
         warn_spaced_path_options(config)
 
     # -- resolution ----------------------------------------------------------------------------
-    def make_adapter(self) -> Any:
-        from pytest_agentbench.registry import AdapterRegistry
+    def registry(self) -> AdapterRegistry:
+        """The adapters registered through the hook, asked for once per process."""
+        if self._registry is None:
+            from pytest_agentbench.registry import AdapterRegistry
 
+            self._registry = AdapterRegistry()
+            self.config.hook.pytest_agentbench_register_audit_adapters(registry=self._registry)
+        return self._registry
+
+    def adapter_source(self) -> tuple[Path, int] | None:
+        """Where the adapter under audit is defined (``module:Attr``) or registered (its factory);
+        None for a built-in's, which sits in this package. Looked up once: every item asks."""
+        if not self._source_known:
+            from pytest_agentbench.plugin.integrations import resolve, source_of
+
+            spec = self.settings.verifier
+            entry = self.registry().entries.get(spec)
+            target = entry.factory if entry is not None else resolve(spec) if ":" in spec else None
+            self._source = source_of(target) if target is not None else None
+            self._source_known = True
+        return self._source
+
+    def make_adapter(self) -> Any:
         spec = self.settings.verifier
-        registry = AdapterRegistry()
-        self.config.hook.pytest_agentbench_register_audit_adapters(registry=registry)
+        registry = self.registry()
         if spec in registry:
             with _construction(spec):
                 adapter = registry.create(spec, self.config)

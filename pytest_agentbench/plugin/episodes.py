@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # Imported here, not in the functions that use them: an import statement costs about 10,000
 # instructions even for a loaded module, and these run for every task and every item. Only
 # benchmark runs load this module, and they load all of these.
-from pytest_agentbench.plugin.integrations import described, resolve, source_of
+from pytest_agentbench.plugin.integrations import PACKAGE_DIR, described, located, source_of
 from pytest_agentbench.plugin.markers import claimed, mark
 from pytest_agentbench.plugin.outcomes import EpisodeFailed, raise_outcome
 from pytest_agentbench.plugin.state import (
@@ -32,9 +32,6 @@ from pytest_agentbench.plugin.state import (
     task_from_item,
 )
 from pytest_agentbench.plugin.trials import TRIAL_KEY, task_nodes
-
-#: This package's folder: frames from it are cut from the traceback of a user's exception.
-PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + "/"
 
 
 def task_nodeid(suite: str, task: dict[str, Any]) -> str:
@@ -51,36 +48,19 @@ def run_task(agent: Any) -> None:
     turns its verdict into the test outcome."""
 
 
-#: Where each built-in benchmark is defined (their factories sit in plugin.py).
-BUILTIN_BENCHMARKS = {
-    "mock": "pytest_agentbench.benches.mock:MockBenchmark",
-    "mockmed": "pytest_agentbench.benches.mockmed.bench:MockMedBenchmark",
-    "waa": "pytest_agentbench.benches.waa.bench:WAABenchmark",
-    "opencomputer": "pytest_agentbench.benches.opencomputer.bench:OpenComputerBenchmark",
-}
-
-
 def benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
-    """The file and line defining benchmark ``name``: a built-in's class, else the factory it
-    was registered with (a conftest.py's or a plugin's). Looked up once per name and run:
-    ``reportinfo`` asks for every item."""
+    """The file and line of the factory benchmark ``name`` was registered with (a conftest.py's or
+    a plugin's; None for a built-in's, which sits in this package). Looked up once per name and
+    run: ``reportinfo`` asks for every item."""
     known = config.stash.setdefault(_SOURCES_KEY, {})
     if name not in known:
-        known[name] = _benchmark_source(config, name)
+        state = config.stash.get(STATE_KEY, None)
+        entry = state.bench_registry.entries.get(name) if state is not None else None
+        known[name] = source_of(entry.factory) if entry is not None else None
     return known[name]
 
 
 _SOURCES_KEY = pytest.StashKey[dict[str, "tuple[Any, int] | None"]]()
-
-
-def _benchmark_source(config: pytest.Config, name: str) -> tuple[Any, int] | None:
-    if name in BUILTIN_BENCHMARKS:
-        target = resolve(BUILTIN_BENCHMARKS[name])
-    else:
-        state = config.stash.get(STATE_KEY, None)
-        entry = state.bench_registry.entries.get(name) if state is not None else None
-        target = entry.factory if entry is not None else None
-    return source_of(target) if target is not None else None
 
 
 def task_source(config: pytest.Config, task: dict[str, Any]) -> tuple[Any, int] | None:
@@ -133,11 +113,9 @@ class BenchItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         # Name the task in failure headers; locate it at the task's file, else its benchmark's
-        # source, not the plugin's line (pytest-sugar and CI annotations show this location).
+        # source, else (a built-in's) its node (pytest-sugar and CI annotations show this location).
         source = task_source(self.config, self.task) or benchmark_source(self.config, self.task["benchmark"])
-        if source is None:
-            return self.path, 0, self.nodeid
-        return source[0], source[1], self.nodeid
+        return located(self, source)
 
     @property
     def function(self) -> Any:

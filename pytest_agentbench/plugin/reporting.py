@@ -8,11 +8,17 @@ layer's ``pytest_runtest_makereport`` wrapper puts it on the report with :func:`
 travels to the xdist controller with the report; the controller gathers it with a
 :class:`Payloads` from ``pytest_runtest_logreport``, decides its gate with :func:`fail_session` and
 prints its block with :func:`write_block`. A new layer uses the same four calls.
+
+What report plugins show of an item (pytest-html's columns and links, allure's attachments, CI
+annotations of setup errors) is one :class:`View` per payload, made by the layer's function named
+in :data:`VIEWS`, so every item kind is shown alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,3 +105,57 @@ def write_block(terminalreporter: Any, title: str, lines: Iterable[str]) -> None
     terminalreporter.write_sep("=", title)
     for line in lines:
         terminalreporter.write_line(line)
+
+
+@dataclass(frozen=True)
+class View:
+    """What report plugins show of one item's verdict, the same for every item kind: its score
+    and steps (None when the kind has none), a verdict line that names the layer's own outcome
+    (``FALSE-ACCEPT: ...`` where pytest says only "Failed"), its files (absolute path, shown
+    name) and documents (shown name, JSON text) to attach. ``settle`` is called before the files
+    are read: a benchmark's are written in the background."""
+
+    score: float | None = None
+    steps: int | None = None
+    verdict: str = ""
+    files: tuple[tuple[Path, str], ...] = ()
+    documents: tuple[tuple[str, str], ...] = ()
+    settle: Callable[[], object] | None = None
+
+
+#: Each layer's payload attribute and the ``module:function`` that makes its :class:`View` from
+#: the config and the payload; imported on first use, so a layer loads only when one of its
+#: reports is shown.
+VIEWS = {
+    "agentbench": "pytest_agentbench.plugin.session:report_view",
+    "agentbench_audit": "pytest_agentbench.plugin.audit:report_view",
+    "agentbench_trajectory": "pytest_agentbench.plugin.trajectory:report_view",
+    "agentbench_extradup": "pytest_agentbench.plugin.suites:report_view",
+}
+
+
+def payload_of(report: pytest.TestReport) -> tuple[str, dict[str, Any]] | None:
+    """The layer payload attribute ``report`` carries, and the payload; None for other tests."""
+    for attr in VIEWS:
+        payload = getattr(report, attr, None)
+        if payload is not None:
+            return attr, payload
+    return None
+
+
+def view_of(config: pytest.Config, report: pytest.TestReport) -> View | None:
+    """The :class:`View` of ``report``'s item, or None when it carries no layer's payload."""
+    found = payload_of(report)
+    if found is None:
+        return None
+    import importlib
+
+    module, _, name = VIEWS[found[0]].partition(":")
+    make: Callable[[pytest.Config, dict[str, Any]], View] = getattr(importlib.import_module(module), name)
+    return make(config, found[1])
+
+
+def status_line(word: str, text: str) -> str:
+    """A verdict line: the layer's status word, then what it is about (first line only)."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{word}: {first}" if first else word

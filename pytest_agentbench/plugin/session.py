@@ -60,14 +60,24 @@ def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def report_view(config: pytest.Config, payload: dict[str, Any]) -> reporting.View:
+    """What report plugins show of a benchmark item: its score, steps and verdict (the error or
+    the checker's reason), and its trajectory and screenshots in the run folder."""
+    state = config.stash.get(STATE_KEY, None)
+    folder = state.run_folder.path.absolute() if state is not None and state.run_folder is not None else None
+    names = [payload.get("trajectory"), *payload.get("screenshots", ())] if folder is not None else []
+    files = tuple((folder / name, Path(name).name) for name in names if name and folder is not None)
+    return reporting.View(score=float(payload["score"]), steps=int(payload["num_steps"]),
+                          verdict=str(payload.get("reason") or ""), files=files,
+                          settle=state.writer.flush if state is not None else None)
+
+
 class AgentbenchPlugin:
     """State of one pytest process (controller or worker) for a benchmark run."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.settings = settings
-        #: pytest-html is writing a report (``--html``): each report gets links to its task's files.
-        self._html_report = bool(config.pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None))
         self.manifest: Manifest | None = None
         self.known_failures: dict[str, str] = {}
         self.run_folder: RunFolder | None = None
@@ -96,12 +106,6 @@ class AgentbenchPlugin:
         from pytest_agentbench.plugin.rootdir_check import warn_spaced_path_options
 
         warn_spaced_path_options(config)
-        from pytest_agentbench.plugin.integrations import ALLURE_LISTENER
-
-        if config.pluginmanager.hasplugin(ALLURE_LISTENER):  # allure-pytest writes results
-            from pytest_agentbench.plugin.integrations import AllureReports
-
-            config.pluginmanager.register(AllureReports(self), "agentbench-allure")
         # Benchmark markers are known now (``pytest --markers`` lists them); domain markers are
         # registered once the manifest is resolved at session start.
         for name in settings.benchmarks:
@@ -427,12 +431,6 @@ class AgentbenchPlugin:
         else:
             del item.stash[PAYLOAD_KEY]  # the report carries it now; a rerun plays anew
         reporting.attach(report, PAYLOAD_ATTR, payload, item.nodeid)  # the skip points at the task
-        if self._html_report:
-            from pytest_agentbench.plugin.html import extras_for
-
-            extras = extras_for(self.config, self.run_folder, payload)
-            if extras:
-                report.extras = [*getattr(report, "extras", []), *extras]  # type: ignore[attr-defined]
         return report
 
     @pytest.hookimpl(trylast=True)

@@ -67,6 +67,13 @@ WORDS: dict[str, Any] = {
 }
 
 
+def report_view(config: pytest.Config, payload: dict[str, Any]) -> reporting.View:
+    """What report plugins show of an ExtraDup item: its status word and message."""
+    word = WORDS.get(payload["verdict"], (None, None, "ERROR"))[2]
+    return reporting.View(verdict=reporting.status_line(word[0] if isinstance(word, tuple) else word,
+                                                        str(payload.get("message") or "")))
+
+
 def classify(gold: str, paid: bool | None, error: str | None) -> str:
     if error is not None:
         return "error"
@@ -115,11 +122,11 @@ class CellItem(pytest.Item):
         self._store_file: Path | None = None
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        # Located at the reward under test (pytest-sugar and CI annotations show this).
-        from pytest_agentbench.plugin.integrations import source_of
+        # Located at the reward under test, else (a built-in reward) at the item's node
+        # (pytest-sugar and CI annotations show this).
+        from pytest_agentbench.plugin.integrations import located, source_of
 
-        source = source_of(self.reward.function)
-        return (source if source is not None else (self.path, 0)) + (self.nodeid,)
+        return located(self, source_of(self.reward.function))
 
     def setup(self) -> None:
         spec = CONDITIONS[self.condition]

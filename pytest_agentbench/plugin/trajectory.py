@@ -148,7 +148,8 @@ class CaseItem(pytest.Item):
         from pytest_agentbench.trajectory.cases import shown
 
         self.payload = {"nodeid": self.nodeid, "task_id": self.name, "case_file": shown(self.path),
-                        "trace_file": None, "status": status, "mean": None, "metrics": [], "error": None, **extra}
+                        "trace_file": None, "status": status, "mean": None, "steps": None, "metrics": [],
+                        "error": None, **extra}
         return self.payload
 
     def _error(self, message: str) -> NoReturn:
@@ -201,7 +202,7 @@ class CaseItem(pytest.Item):
         evaluated = [r for r in results if r.passed is not None]
         mean = sum(r.score for r in evaluated) / len(evaluated) if evaluated else None
         status = decide(results, case.min_score)
-        payload = self._payload(status, trace_file=shown(trace_path), mean=mean, metrics=[
+        payload = self._payload(status, trace_file=shown(trace_path), mean=mean, steps=len(trace.steps), metrics=[
             {"metric": r.metric, "name": r.name, "score": None if r.passed is None else float(r.score),
              "passed": r.passed, "details": r.details} for r in results])
         props: list[tuple[str, object]] = [("task_id", self.name), ("case_file", payload["case_file"]),
@@ -223,6 +224,23 @@ class CaseItem(pytest.Item):
         if status == "failed":
             pytest.fail(failure_message(self.name, self.results, self.payload["mean"], self.case.min_score),
                         pytrace=False)
+
+
+def report_view(config: pytest.Config, payload: dict[str, Any]) -> reporting.View:
+    """What report plugins show of a case: its mean score, the trace's steps, a verdict naming
+    the failed metrics (or the error), and the case and trace files."""
+    status = str(payload["status"])
+    if status == "failed":
+        text = ", ".join(f"{m['name']} {m['score']:.3f}" for m in payload["metrics"] if m["passed"] is False)
+    elif status == "not-evaluated":
+        text = "; ".join(f"{m['name']}: {m['details']}" for m in payload["metrics"])
+    else:
+        text = str(payload.get("error") or "")
+    files = tuple((Path(name).absolute(), Path(name).name)
+                  for name in (payload.get("case_file"), payload.get("trace_file")) if name)
+    mean, steps = payload.get("mean"), payload.get("steps")
+    return reporting.View(score=None if mean is None else float(mean), steps=None if steps is None else int(steps),
+                          verdict=reporting.status_line(status.replace("-", " ").upper(), text), files=files)
 
 
 def decide(results: list[MetricResult], min_score: float | None) -> str:
@@ -273,6 +291,15 @@ class ReportHooks:
             # A skip points at the case file, with no line: a case file has none worth showing.
             reporting.attach(report, PAYLOAD_ATTR, dict(item.payload), str(item.path))
         return report
+
+    @pytest.hookimpl(trylast=True)  # after -m and -k deselected what they deselect
+    def pytest_collection_modifyitems(self, items: list[pytest.Item], config: pytest.Config) -> None:
+        """``--count`` is refused once case items are selected; under xdist the controller refuses
+        it from the workers' collections (``repeat.CaseRepeatGuard``)."""
+        if not hasattr(config, "workerinput") and any(isinstance(item, CaseItem) for item in items):
+            from pytest_agentbench.plugin.repeat import refuse_case_repeat
+
+            refuse_case_repeat(config)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A run of case files alone keeps what collection built out of the garbage collector's

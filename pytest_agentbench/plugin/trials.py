@@ -73,10 +73,10 @@ def trial_settings(config: pytest.Config) -> TrialSettings:
         settings = from_settings(TrialSettings, reader)
     if settings.fail_on_regression and settings.compare is None:
         raise pytest.UsageError("--bench-fail-on-regression needs --bench-compare RUN (the run to compare with)")
-    count = reader.get("count") if reader is not None else None  # pytest-repeat's option, not the table's
-    if isinstance(count, int) and count > 1:
-        raise pytest.UsageError(f"--count {count} does not repeat benchmark items; use --bench-trials {count} "
-                                "(independent trials with pass@k and intervals)")
+    from pytest_agentbench.plugin.repeat import refuse_repeat
+
+    refuse_repeat(config, "benchmark items",
+                  "use --bench-trials {count} (independent trials with pass@k and intervals)")
     config.stash[SETTINGS_KEY] = settings
     return settings
 
