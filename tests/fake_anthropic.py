@@ -34,6 +34,13 @@ def tool_use(action: str, **params: Any) -> dict[str, Any]:
             "input": {"action": action, **params}}
 
 
+def member(name: str, **params: Any) -> dict[str, Any]:
+    """A ``computer_toolset_20260801`` member call (the SDK's ``BetaComputerToolUseBlock``): the
+    member is the ``name``, the family is ``toolset_name``, and ``input`` holds only its parameters."""
+    return {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": name, "toolset_name": "computer",
+            "input": params}
+
+
 def message(*content: dict[str, Any], stop_reason: str | None = None, model: str = "claude-sonnet-4-6",
             input_tokens: int = 2000, output_tokens: int = 60, **usage: int) -> dict[str, Any]:
     """A Messages API response body; stop_reason defaults to tool_use when a tool is called."""
