@@ -152,9 +152,10 @@ class Recorder:
 
 
 class FakeMessagesServer:
-    """A real loopback HTTP server answering ``POST /v1/messages`` with ``script(request, headers)``."""
+    """A real loopback HTTP server answering ``POST <path>`` (``/v1/messages`` by default) with
+    ``script(request, headers)``; other paths get a 404."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, path: str = "/v1/messages") -> None:
         self.script = script
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -170,7 +171,7 @@ class FakeMessagesServer:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                if self.path.split("?")[0] != "/v1/messages":
+                if self.path.split("?")[0] != path:
                     status, extra, reply = api_error(404, "not_found_error", f"no route {self.path}", None)
                 else:
                     body = json.loads(raw)

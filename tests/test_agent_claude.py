@@ -7,14 +7,13 @@ fake WAA server's notepad task)."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import notepad_project, only_run_folder, results
+from conftest import notepad_project, only_run_folder, results, solid_png
 from fake_anthropic import (
     FakeMessagesServer,
     Recorder,
@@ -43,21 +42,10 @@ from pytest_agentbench.plugin.bridge import ConfigSettings  # noqa: E402 - after
 
 KEY = "sk-ant-test-0123456789abcdefSECRET"
 TASK = Task(task_id="t1", instruction="Press the Submit button.")
-_PNGS: dict[tuple[int, int], bytes] = {}
-
-
-def png(width: int, height: int) -> bytes:
-    if (width, height) not in _PNGS:
-        from PIL import Image
-
-        out = io.BytesIO()
-        Image.new("RGB", (width, height), "#336699").save(out, format="PNG")
-        _PNGS[(width, height)] = out.getvalue()
-    return _PNGS[(width, height)]
 
 
 def screen(width: int = 1920, height: int = 1200) -> Observation:
-    return Observation(screenshot=png(width, height))
+    return Observation(screenshot=solid_png(width, height))
 
 
 def agent_for(replies, **kwargs) -> tuple[ClaudeAgent, Recorder]:

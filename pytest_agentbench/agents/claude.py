@@ -82,7 +82,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_agentbench.agent import Agent, StepEstimate, Usage
-from pytest_agentbench.agents import prices
+from pytest_agentbench.agents import prices, replies
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
@@ -484,7 +484,7 @@ class ClaudeAgent(Agent):
             stop = getattr(response, "stop_reason", None)
             if stop in ("end_turn", "stop_sequence"):
                 self._strikes = 0
-                kind = _final_word(text)
+                kind = replies.final_word(text)
                 return Action(type=kind, reason=text or None, raw={"stop_reason": stop})
             if stop == "refusal":
                 return Action(type="fail", reason=text or "Claude declined the task (stop_reason refusal)",
@@ -522,17 +522,12 @@ class ClaudeAgent(Agent):
             return self._strike(problem, content)
         self._strikes = 0
         first, *rest = actions
-        if text:
-            first = first.model_copy(update={"reason": f"{text}\n{first.reason}" if first.reason else text})
         self._queue = [self._redacted(a) for a in rest]
-        return first
+        return replies.with_text(first, text)
 
     def _strike(self, why: str, content: list[dict[str, Any]]) -> Action:
         self._strikes += 1
-        raw = {"unparsed_reply": content}
-        if self._strikes >= 2:
-            return Action(type="error", reason=f"unparseable reply twice: {why}", raw=raw)
-        return Action(type="wait", seconds=0.0, reason=f"unparseable reply: {why}", raw=raw)
+        return replies.unusable(self._strikes, why, content)
 
     def _point(self, value: Any, what: str = "coordinate") -> tuple[float, float]:
         if (not isinstance(value, (list, tuple)) or len(value) != 2
@@ -708,20 +703,6 @@ class ClaudeAgent(Agent):
         if action.text and self._scrub(action.text) != action.text:
             update["text"] = self._scrub(action.text)
         return action.model_copy(update=update) if update else action
-
-
-def _final_word(text: str) -> ActionType:
-    """``fail`` when the last line says FAIL/INFEASIBLE, ``done`` when it says DONE; otherwise
-    ``fail`` if the text calls the task infeasible or impossible, else ``done``."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
-    if re.search(r"\b(FAIL|FAILED|INFEASIBLE)\b", last, re.IGNORECASE):
-        return "fail"
-    if re.search(r"\bDONE\b", last, re.IGNORECASE):
-        return "done"
-    if re.search(r"\b(infeasible|impossible|cannot be (done|completed)|not possible)\b", text, re.IGNORECASE):
-        return "fail"
-    return "done"
 
 
 def _status_message(exc: Any) -> str:

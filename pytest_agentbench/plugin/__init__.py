@@ -340,6 +340,12 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
         return make_agent(settings)
 
     @builtin
+    def api_openai(settings: Settings | None) -> Agent:
+        from pytest_agentbench.agents.openai_computer import make_agent
+
+        return make_agent(settings)
+
+    @builtin
     def http(settings: Settings | None) -> Agent:
         from pytest_agentbench.agents.http import make_agent
 
@@ -362,6 +368,9 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     registry.register("api-claude", api_claude,
                       description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)",
                       estimate=api_claude_estimate)
+    registry.register("api-openai", api_openai,
+                      description="an OpenAI model with the Responses API's computer tool "
+                                  "(OPENAI_API_KEY; extra: openai)")
     registry.register("http", http,
                       description="an agent served elsewhere: --bench-agent-url URL (POST /act, /reset; GET /health)")
     registry.register("replay", replay, description="replays a compiled workflow per task: "

@@ -423,12 +423,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--pool-aws-subnet", "aws_subnet", "aws pool: launch in this subnet (default: the default VPC).", _P,
            parse=checked("aws_subnet", "--pool-aws-subnet"), metavar="SUBNET_ID", old=("--aws-subnet",)),
     # -- agents, budgets and cost -----------------------------------------------------------------------------
-    Option("--bench-agent-model", "agent_model", "api-claude: the Claude model (default: claude-sonnet-4-6).", _AG,
+    Option("--bench-agent-model", "agent_model", "api-claude / api-openai: the model (default: claude-sonnet-4-6 / "
+           "gpt-5.4).", _AG,
            metavar="MODEL", old=("--agent-model",)),
     Option("--bench-agent-url", "agent_url", "http: the agent server's base URL (POST /act, POST /reset, GET "
            "/health).", _AG, parse=checked("url", "--bench-agent-url"), metavar="URL", old=("--agent-url",)),
-    Option("--bench-agent-timeout", "agent_timeout", "api-claude / http: seconds per request before it counts as "
-           "failed (default: 120 / 60).", _AG, parse=_seconds("--bench-agent-timeout", positive=True),
+    Option("--bench-agent-acknowledge-safety-checks", "agent_acknowledge_safety_checks", "api-openai: acknowledge "
+           "the model's pending safety checks and go on (without it a safety check ends the task as an agent "
+           "error).", _AG, kind="flag", default=False),
+    Option("--bench-agent-timeout", "agent_timeout", "api-claude / api-openai / http: seconds per request before it "
+           "counts as failed (default: 120 / 120 / 60).", _AG, parse=_seconds("--bench-agent-timeout", positive=True),
            typed=False, metavar="SECONDS", old=("--agent-timeout",)),
     Option("--bench-replay-bundles", "replay_bundles", "replay: compiled workflows, DIR/<task id>/workflow.json.",
            _AG, metavar="DIR", old=("--replay-bundles",)),
