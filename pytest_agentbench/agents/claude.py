@@ -81,8 +81,9 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Any, cast
 
-from pytest_agentbench.agent import Agent, StepEstimate, Usage
+from pytest_agentbench.agent import StepEstimate, Usage
 from pytest_agentbench.agents import prices, replies
+from pytest_agentbench.agents.sdk import SDKAgent
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
@@ -281,7 +282,7 @@ def key_action(text: Any) -> Action:
 
 
 # ---------------------------------------------------------------------------------- the agent
-class ClaudeAgent(Agent):
+class ClaudeAgent(SDKAgent):
     """Claude with the computer-use tool. See the module docstring for the mapping and rules."""
 
     name = "api-claude"
@@ -333,13 +334,6 @@ class ClaudeAgent(Agent):
         self._mouse_down: tuple[float, float] | None = None
         self._screen: tuple[int, int] = (MAX_LONG_EDGE, MAX_SHORT_EDGE)
         self._display: tuple[int, int] = (MAX_LONG_EDGE, MAX_SHORT_EDGE)
-
-    def close(self) -> None:
-        self._client.close()
-
-    def take_usage(self) -> Usage | None:
-        usage, self._usage = self._usage, Usage(model=self.model)
-        return usage if usage.calls else None
 
     def estimate_step(self, screen: tuple[int, int]) -> StepEstimate:
         return step_estimate(self.model, screen)

@@ -49,14 +49,16 @@ import os
 import re
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import tenacity
 
-from pytest_agentbench.agent import Agent, Usage
+from pytest_agentbench.agent import Usage
 from pytest_agentbench.agents import replies
 from pytest_agentbench.agents.claude import declared_size, key_name, resize_png
+from pytest_agentbench.agents.sdk import SDKAgent
 from pytest_agentbench.errors import ConfigError
 from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
@@ -150,7 +152,7 @@ def key_action(keys: Any) -> Action:
     return Action(type="key", key=names[0]) if len(names) == 1 else Action(type="hotkey", keys=names)
 
 
-class OpenAIComputerAgent(Agent):
+class OpenAIComputerAgent(SDKAgent):
     """An OpenAI model with the Responses API's computer tool. See the module docstring."""
 
     name = "api-openai"
@@ -189,13 +191,6 @@ class OpenAIComputerAgent(Agent):
         self._strikes = 0
         self._screen: tuple[int, int] = (1280, 800)
         self._display: tuple[int, int] = (1280, 800)
-
-    def close(self) -> None:
-        self._client.close()
-
-    def take_usage(self) -> Usage | None:
-        usage, self._usage = self._usage, Usage(model=self.model)
-        return usage if usage.calls else None
 
     # -------------------------------------------------------------- acting
     def act(self, observation: Observation, task: Task,
@@ -250,11 +245,7 @@ class OpenAIComputerAgent(Agent):
         return {"type": "computer"}
 
     def _call(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-        """One Responses API call (with the retry policy); the reply's JSON as sent. The wire JSON
-        is read rather than the SDK's models, so an item or action type newer than the installed
-        SDK reaches the mapping (and its message) instead of a serializer warning."""
-        import openai
-
+        """One Responses API call through :func:`request_json`; the reply's JSON as sent."""
         if self.budget is not None:
             self.budget.check(pending=self._usage.cost_usd)
         extra: dict[str, Any] = {"previous_response_id": self._previous} if self._previous else {}
@@ -265,23 +256,7 @@ class OpenAIComputerAgent(Agent):
                 tools=cast("Any", [self._tool()]), truncation="auto", max_output_tokens=self.max_output_tokens,
                 **extra)
 
-        attempts = self.retries + 1
-        try:
-            raw = call_with_retries(send, attempts=attempts, retry=_TRANSIENT, backoff=self.backoff_seconds,
-                                         jitter=self.jitter_seconds, cap=self.timeout, sleep=self.sleep)
-        except openai.APIStatusError as exc:
-            raise OpenAIAPIError(self._scrub(_status_message(exc, attempts))) from None
-        except openai.APITimeoutError:
-            raise OpenAIAPIError(f"OpenAI API request timed out after {self.timeout:g}s "
-                                 f"({attempts} attempts)") from None
-        except openai.APIConnectionError as exc:
-            reason = shorten(exc, 300, within=False)
-            raise OpenAIAPIError(self._scrub(f"OpenAI API unreachable ({attempts} attempts): {reason}")) from None
-        try:
-            response = raw.http_response.json()
-        except ValueError:
-            raise OpenAIAPIError(f"OpenAI API answered HTTP {raw.http_response.status_code} with a body that is "
-                                 "not JSON") from None
+        response = request_json(self, send, api="OpenAI API", error=OpenAIAPIError)
         if not isinstance(response, dict) or not isinstance(response.get("output"), list):
             raise OpenAIAPIError("OpenAI API answered with no output list: not a Responses API reply")
         self._count(response)
@@ -445,7 +420,33 @@ def _count_of(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _transient(exc: BaseException) -> bool:
+def request_json(agent: Any, send: Callable[[], Any], *, api: str, error: type[Exception]) -> Any:
+    """``send()`` (an SDK ``with_raw_response`` call) through the retry policy with ``agent``'s
+    ``retries``, ``backoff_seconds``, ``jitter_seconds``, ``timeout`` (the Retry-After cap) and
+    ``sleep``; the reply's JSON as sent. Every failure raises ``error`` with one key-free line
+    (``agent._scrub``) naming ``api``; the wire JSON is read rather than the SDK's models, so an item
+    newer than the installed SDK reaches the caller's checks instead of a serializer warning."""
+    import openai
+
+    attempts = agent.retries + 1
+    try:
+        raw = call_with_retries(send, attempts=attempts, retry=_TRANSIENT, backoff=agent.backoff_seconds,
+                                jitter=agent.jitter_seconds, cap=agent.timeout, sleep=agent.sleep)
+    except openai.APIStatusError as exc:
+        raise error(agent._scrub(status_line(exc, attempts, api))) from None
+    except openai.APITimeoutError:
+        raise error(f"{api} request timed out after {agent.timeout:g}s ({attempts} attempts)") from None
+    except openai.APIConnectionError as exc:
+        raise error(agent._scrub(f"{api} unreachable ({attempts} attempts): {shorten(exc, 300, within=False)}")) \
+            from None
+    try:
+        return raw.http_response.json()
+    except ValueError:
+        raise error(f"{api} answered HTTP {raw.http_response.status_code} with a body that is not JSON") from None
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether an openai SDK error is worth another try (also for ``api-vlm``)."""
     import openai
 
     if isinstance(exc, openai.APIStatusError):
@@ -453,10 +454,12 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIConnectionError)  # timeouts are connection errors in the SDK
 
 
-_TRANSIENT = tenacity.retry_if_exception(_transient)
+_TRANSIENT = tenacity.retry_if_exception(retryable)
 
 
-def _status_message(exc: Any, attempts: int) -> str:
+def status_line(exc: Any, attempts: int, api: str = "OpenAI API") -> str:
+    """One line for an openai SDK status error: the status, the attempts when it was retried, the
+    error's type and message."""
     body = getattr(exc, "body", None)
     detail = ""
     if isinstance(body, dict):
@@ -465,7 +468,7 @@ def _status_message(exc: Any, attempts: int) -> str:
         detail = ": ".join(str(p) for p in (error.get("type") or error.get("code"), error.get("message")) if p)
     status = getattr(exc, "status_code", "?")
     tries = f" (after {attempts} attempts)" if status in _RETRY_STATUSES else ""
-    return shorten(f"OpenAI API HTTP {status}{tries}: {detail or type(exc).__name__}", 300, within=False)
+    return shorten(f"{api} HTTP {status}{tries}: {detail or type(exc).__name__}", 300, within=False)
 
 
 def make_agent(settings: Settings | None) -> OpenAIComputerAgent:

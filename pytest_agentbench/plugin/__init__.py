@@ -346,6 +346,12 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
         return make_agent(settings)
 
     @builtin
+    def api_vlm(settings: Settings | None) -> Agent:
+        from pytest_agentbench.agents.vlm import make_agent
+
+        return make_agent(settings)
+
+    @builtin
     def http(settings: Settings | None) -> Agent:
         from pytest_agentbench.agents.http import make_agent
 
@@ -371,6 +377,9 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     registry.register("api-openai", api_openai,
                       description="an OpenAI model with the Responses API's computer tool "
                                   "(OPENAI_API_KEY; extra: openai)")
+    registry.register("api-vlm", api_vlm,
+                      description="a VLM behind an OpenAI-compatible chat endpoint: --bench-agent-url, "
+                                  "--bench-agent-model, --bench-agent-dialect qwen3vl|uitars|json (extra: openai)")
     registry.register("http", http,
                       description="an agent served elsewhere: --bench-agent-url URL (POST /act, /reset; GET /health)")
     registry.register("replay", replay, description="replays a compiled workflow per task: "

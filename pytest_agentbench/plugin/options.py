@@ -423,11 +423,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("--pool-aws-subnet", "aws_subnet", "aws pool: launch in this subnet (default: the default VPC).", _P,
            parse=checked("aws_subnet", "--pool-aws-subnet"), metavar="SUBNET_ID", old=("--aws-subnet",)),
     # -- agents, budgets and cost -----------------------------------------------------------------------------
-    Option("--bench-agent-model", "agent_model", "api-claude / api-openai: the model (default: claude-sonnet-4-6 / "
-           "gpt-5.4).", _AG,
-           metavar="MODEL", old=("--agent-model",)),
+    Option("--bench-agent-model", "agent_model", "api-claude / api-openai / api-vlm: the model (default: "
+           "claude-sonnet-4-6 / gpt-5.4 / none, required).", _AG, metavar="MODEL", old=("--agent-model",)),
     Option("--bench-agent-url", "agent_url", "http: the agent server's base URL (POST /act, POST /reset, GET "
-           "/health).", _AG, parse=checked("url", "--bench-agent-url"), metavar="URL", old=("--agent-url",)),
+           "/health); api-vlm: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.", _AG,
+           parse=checked("url", "--bench-agent-url"), metavar="URL", old=("--agent-url",)),
+    Option("--bench-agent-dialect", "agent_dialect", "api-vlm: how the model is prompted and read: qwen3vl, uitars "
+           "or json (default: guessed from --bench-agent-model).", _AG, choices=("qwen3vl", "uitars", "json"),
+           metavar="DIALECT"),
     Option("--bench-agent-acknowledge-safety-checks", "agent_acknowledge_safety_checks", "api-openai: acknowledge "
            "the model's pending safety checks and go on (without it a safety check ends the task as an agent "
            "error).", _AG, kind="flag", default=False),
