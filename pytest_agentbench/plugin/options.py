@@ -234,6 +234,22 @@ def _money(flag: str) -> Parse:
     return checked("money", flag)
 
 
+def _redact_region(text: str) -> str:
+    """``X,Y,W,H`` checked at configure time (a usage error naming the fix); kept as text."""
+    from pytest_agentbench.agents.redact import parse_region
+
+    parse_region(text)
+    return text
+
+
+def _redact_text(text: str) -> str:
+    """A regular expression checked at configure time; kept as text."""
+    from pytest_agentbench.agents.redact import parse_pattern
+
+    parse_pattern(text)
+    return text
+
+
 _B, _AU, _MM, _W, _P, _AG, _OC, _TR = ("agentbench", "agentbench-audit", "agentbench-mockmed", "agentbench-waa",
                                        "agentbench-pool", "agentbench-agents", "agentbench-opencomputer",
                                        "agentbench-trials")
@@ -439,6 +455,12 @@ OPTIONS: tuple[Option, ...] = (
            typed=False, metavar="SECONDS", old=("--agent-timeout",)),
     Option("--bench-replay-bundles", "replay_bundles", "replay: compiled workflows, DIR/<task id>/workflow.json.",
            _AG, metavar="DIR", old=("--replay-bundles",)),
+    Option("--bench-redact-region", "redact_region", "blank the screen region X,Y,W,H (pixels) in every "
+           "observation the agent sees (repeatable); recorded on each action.", _AG, kind="list",
+           parse=_redact_region, metavar="X,Y,W,H", ini_type="args", bench_only=True),
+    Option("--bench-redact-text", "redact_text", "blank what matches REGEX (case-insensitive) in the accessibility "
+           "tree, title and URL, and its box in the screenshot, in every observation the agent sees (repeatable).",
+           _AG, kind="list", parse=_redact_text, metavar="REGEX", ini_type="args", bench_only=True),
     Option("--bench-max-cost-usd", "max_cost_usd", "stop calling models once the run has spent USD; later items "
            "are skipped (budget spent).", _AG, parse=_money("--bench-max-cost-usd"), typed=False, metavar="USD",
            old=("--max-cost-usd",), bench_only=True),
