@@ -455,6 +455,14 @@ OPTIONS: tuple[Option, ...] = (
            typed=False, metavar="SECONDS", old=("--agent-timeout",)),
     Option("--bench-replay-bundles", "replay_bundles", "replay: compiled workflows, DIR/<task id>/workflow.json.",
            _AG, metavar="DIR", old=("--replay-bundles",)),
+    Option("--bench-planner", "planner", "planner-grounder: the agent that decides each step (any --bench-agent "
+           "name).", _AG, metavar="NAME"),
+    Option("--bench-grounder", "grounder", "planner-grounder: the agent that finds on the screen where the "
+           "planner's pointing steps go.", _AG, metavar="NAME"),
+    Option("--bench-planner-model", "planner_model", "planner-grounder: --bench-agent-model for the planner "
+           "alone.", _AG, metavar="MODEL"),
+    Option("--bench-grounder-model", "grounder_model", "planner-grounder: --bench-agent-model for the grounder "
+           "alone.", _AG, metavar="MODEL"),
     Option("--bench-redact-region", "redact_region", "blank the screen region X,Y,W,H (pixels) in every "
            "observation the agent sees (repeatable); recorded on each action.", _AG, kind="list",
            parse=_redact_region, metavar="X,Y,W,H", ini_type="args", bench_only=True),
