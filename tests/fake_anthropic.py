@@ -200,3 +200,20 @@ class FakeMessagesServer:
     def __exit__(self, *exc: object) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+class LoopbackAPI:
+    """A :class:`FakeMessagesServer` at ``path`` answering ``handle``, with ``url`` the base URL an
+    OpenAI-style SDK takes (ending in ``/v1``); the requests it received are ``requests``."""
+
+    def __init__(self, handle: Script, path: str) -> None:
+        self.server = FakeMessagesServer(handle, path=path)
+        self.requests, self.headers = self.server.requests, self.server.headers
+        self.url = f"{self.server.url}/v1"
+
+    def __enter__(self) -> Self:
+        self.server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(*exc)

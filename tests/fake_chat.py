@@ -17,12 +17,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fake_anthropic import FakeMessagesServer
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
+from fake_anthropic import LoopbackAPI
 
 _ids = itertools.count(1)
 
@@ -70,23 +67,14 @@ def turn(request: dict[str, Any]) -> int:
     return sum(1 for m in request["messages"] if m["role"] == "assistant")
 
 
-class FakeChatAPI:
+class FakeChatAPI(LoopbackAPI):
     """The endpoint; ``url`` is the base URL (``.../v1``) for ``--bench-agent-url``."""
 
     def __init__(self, script: Script | list[Reply]) -> None:
         if isinstance(script, list):
             replies = list(script)
             script = lambda request, headers: replies.pop(0)  # noqa: E731
-        self.server = FakeMessagesServer(script, path="/v1/chat/completions")
-        self.requests, self.headers = self.server.requests, self.server.headers
-        self.url = f"{self.server.url}/v1"
-
-    def __enter__(self) -> Self:
-        self.server.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.__exit__(*exc)
+        super().__init__(script, "/v1/chat/completions")
 
 
 def play_mock(dialect: str) -> Script:

@@ -17,12 +17,9 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fake_anthropic import FakeMessagesServer
-
-if TYPE_CHECKING:
-    from typing_extensions import Self  # typing.Self is 3.11+; typing_extensions comes with pydantic
+from fake_anthropic import LoopbackAPI
 
 _ids = itertools.count(1)
 
@@ -100,7 +97,7 @@ def screenshot_size(url: str) -> tuple[int, int]:
         return image.size
 
 
-class FakeResponsesAPI:
+class FakeResponsesAPI(LoopbackAPI):
     """``POST /v1/responses`` on loopback, checking each request as the real API does before ``script``
     answers it. ``url`` is the base URL for ``OPENAI_BASE_URL`` (ending in ``/v1``)."""
 
@@ -109,17 +106,7 @@ class FakeResponsesAPI:
         self.given: dict[str, dict[str, Any]] = {}  # response id -> body, for previous_response_id
         self.turns: dict[str, int] = {}
         self.lock = threading.Lock()
-        self.server = FakeMessagesServer(self._handle, path="/v1/responses")
-        self.requests = self.server.requests
-        self.headers = self.server.headers
-        self.url = f"{self.server.url}/v1"
-
-    def __enter__(self) -> Self:
-        self.server.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.__exit__(*exc)
+        super().__init__(self._handle, "/v1/responses")
 
     def problems(self, request: dict[str, Any]) -> list[str]:
         """What the real API would refuse in ``request``."""

@@ -83,9 +83,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pytest_agentbench.agent import StepEstimate, Usage
 from pytest_agentbench.agents import prices, replies
-from pytest_agentbench.agents.sdk import SDKAgent
+from pytest_agentbench.agents.sdk import SDKAgent, require_sdk
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
 from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.settings import settings_of
@@ -735,10 +734,7 @@ def make_agent(settings: Settings | None) -> ClaudeAgent:
     ``--bench-agent-model`` / ``agentbench_agent_model``, timeout from ``--bench-agent-timeout``; the SDK reads
     ``ANTHROPIC_BASE_URL`` for another endpoint."""
     settings = settings_of(settings)
-    try:
-        import anthropic  # noqa: F401
-    except ImportError:
-        raise ConfigError(f"--bench-agent api-claude needs the anthropic package: {install_hint('claude')}") from None
+    require_sdk("anthropic", "api-claude", "claude")
     model = (settings.get("agent_model") if settings is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model):
         raise ConfigError(f"--bench-agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")

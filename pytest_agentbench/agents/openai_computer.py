@@ -58,9 +58,8 @@ import tenacity
 from pytest_agentbench.agent import Usage
 from pytest_agentbench.agents import replies
 from pytest_agentbench.agents.claude import declared_size, key_name, resize_png
-from pytest_agentbench.agents.sdk import SDKAgent
+from pytest_agentbench.agents.sdk import SDKAgent, require_sdk
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
 from pytest_agentbench.infra.retry import call_with_retries
 from pytest_agentbench.model import Action, Observation, Task
@@ -475,10 +474,7 @@ def make_agent(settings: Settings | None) -> OpenAIComputerAgent:
     """``--bench-agent api-openai``: needs the ``openai`` extra and ``OPENAI_API_KEY``; the SDK reads
     ``OPENAI_BASE_URL`` for another endpoint."""
     settings = settings_of(settings)
-    try:
-        import openai  # noqa: F401
-    except ImportError:
-        raise ConfigError(f"--bench-agent api-openai needs the openai package: {install_hint('openai')}") from None
+    require_sdk("openai", "api-openai", "openai")
     model = (settings.get("agent_model") if settings is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model) or model.startswith("claude"):
         raise ConfigError(f"--bench-agent-model must be an OpenAI model id such as {DEFAULT_MODEL} for "

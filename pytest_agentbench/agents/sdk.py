@@ -3,9 +3,20 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from pytest_agentbench.agent import Agent, Usage
+from pytest_agentbench.errors import ConfigError
+from pytest_agentbench.extras import install_hint
+
+
+def require_sdk(module: str, agent: str, extra: str) -> None:
+    """ConfigError naming the install command when ``module`` (the SDK ``agent`` is built on) is missing."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(f"--bench-agent {agent} needs the {module} package: {install_hint(extra)}") from None
 
 
 class SDKAgent(Agent):

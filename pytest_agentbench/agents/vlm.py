@@ -69,9 +69,8 @@ from pydantic import ValidationError
 from pytest_agentbench.agent import Usage
 from pytest_agentbench.agents.claude import declared_size, key_name, resize_png
 from pytest_agentbench.agents.openai_computer import request_json
-from pytest_agentbench.agents.sdk import SDKAgent
+from pytest_agentbench.agents.sdk import SDKAgent, require_sdk
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
 from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.settings import settings_of
@@ -630,10 +629,7 @@ def make_agent(settings: Settings | None) -> VLMAgent:
     """``--bench-agent api-vlm``: needs the ``openai`` extra, ``--bench-agent-url`` and
     ``--bench-agent-model``; the dialect from ``--bench-agent-dialect`` or the model's name."""
     settings = settings_of(settings)
-    try:
-        import openai  # noqa: F401
-    except ImportError:
-        raise ConfigError(f"--bench-agent api-vlm needs the openai package: {install_hint('openai')}") from None
+    require_sdk("openai", "api-vlm", "openai")
     url = settings.get("agent_url") if settings is not None else None
     if not url:
         raise ConfigError("--bench-agent api-vlm needs --bench-agent-url URL, the OpenAI-compatible endpoint's "
