@@ -337,3 +337,19 @@ def serve_folder(folder: Path) -> Iterator[str]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+_PNGS: dict[tuple[int, int], bytes] = {}
+
+
+def solid_png(width: int, height: int) -> bytes:
+    """A one-colour PNG screenshot of ``width`` x ``height`` (kept: the model-agent tests send many)."""
+    if (width, height) not in _PNGS:
+        import io
+
+        from PIL import Image
+
+        out = io.BytesIO()
+        Image.new("RGB", (width, height), "#336699").save(out, format="PNG")
+        _PNGS[(width, height)] = out.getvalue()
+    return _PNGS[(width, height)]

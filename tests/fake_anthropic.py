@@ -34,6 +34,13 @@ def tool_use(action: str, **params: Any) -> dict[str, Any]:
             "input": {"action": action, **params}}
 
 
+def member(name: str, **params: Any) -> dict[str, Any]:
+    """A ``computer_toolset_20260801`` member call (the SDK's ``BetaComputerToolUseBlock``): the
+    member is the ``name``, the family is ``toolset_name``, and ``input`` holds only its parameters."""
+    return {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": name, "toolset_name": "computer",
+            "input": params}
+
+
 def message(*content: dict[str, Any], stop_reason: str | None = None, model: str = "claude-sonnet-4-6",
             input_tokens: int = 2000, output_tokens: int = 60, **usage: int) -> dict[str, Any]:
     """A Messages API response body; stop_reason defaults to tool_use when a tool is called."""
@@ -145,9 +152,10 @@ class Recorder:
 
 
 class FakeMessagesServer:
-    """A real loopback HTTP server answering ``POST /v1/messages`` with ``script(request, headers)``."""
+    """A real loopback HTTP server answering ``POST <path>`` (``/v1/messages`` by default) with
+    ``script(request, headers)``; other paths get a 404."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, path: str = "/v1/messages") -> None:
         self.script = script
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -163,7 +171,7 @@ class FakeMessagesServer:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                if self.path.split("?")[0] != "/v1/messages":
+                if self.path.split("?")[0] != path:
                     status, extra, reply = api_error(404, "not_found_error", f"no route {self.path}", None)
                 else:
                     body = json.loads(raw)
@@ -192,3 +200,20 @@ class FakeMessagesServer:
     def __exit__(self, *exc: object) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+class LoopbackAPI:
+    """A :class:`FakeMessagesServer` at ``path`` answering ``handle``, with ``url`` the base URL an
+    OpenAI-style SDK takes (ending in ``/v1``); the requests it received are ``requests``."""
+
+    def __init__(self, handle: Script, path: str) -> None:
+        self.server = FakeMessagesServer(handle, path=path)
+        self.requests, self.headers = self.server.requests, self.server.headers
+        self.url = f"{self.server.url}/v1"
+
+    def __enter__(self) -> Self:
+        self.server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(*exc)

@@ -7,19 +7,19 @@ fake WAA server's notepad task)."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import notepad_project, only_run_folder, results
+from conftest import notepad_project, only_run_folder, results, solid_png
 from fake_anthropic import (
     FakeMessagesServer,
     Recorder,
     api_error,
     images,
+    member,
     message,
     ok,
     pairing_problems,
@@ -42,21 +42,10 @@ from pytest_agentbench.plugin.bridge import ConfigSettings  # noqa: E402 - after
 
 KEY = "sk-ant-test-0123456789abcdefSECRET"
 TASK = Task(task_id="t1", instruction="Press the Submit button.")
-_PNGS: dict[tuple[int, int], bytes] = {}
-
-
-def png(width: int, height: int) -> bytes:
-    if (width, height) not in _PNGS:
-        from PIL import Image
-
-        out = io.BytesIO()
-        Image.new("RGB", (width, height), "#336699").save(out, format="PNG")
-        _PNGS[(width, height)] = out.getvalue()
-    return _PNGS[(width, height)]
 
 
 def screen(width: int = 1920, height: int = 1200) -> Observation:
-    return Observation(screenshot=png(width, height))
+    return Observation(screenshot=solid_png(width, height))
 
 
 def agent_for(replies, **kwargs) -> tuple[ClaudeAgent, Recorder]:
@@ -115,6 +104,89 @@ def test_an_unknown_model_gets_the_newest_tool_with_a_warning():
     with pytest.warns(UserWarning, match="not in the computer-use tool table"):
         agent, _ = agent_for([], model="claude-future-9")
     assert (agent.tool_type, agent.beta) == ("computer_20251124", "computer-use-2025-11-24")
+
+
+# ------------------------------------------------------------------ the computer toolset (claude-*-5-5)
+def _toolset_problems(request: dict) -> list[str]:
+    """What the API would reject in a toolset request, after the SDK's types: the tools entry carries
+    only type/configs/cache_control, configs keys are members, every tool_result of a member call
+    echoes its toolset_name, and no beta flag names an older computer tool."""
+    from anthropic.types.beta import BetaComputerToolsetConfigsParam
+
+    problems = []
+    (entry,) = request["tools"]
+    if set(entry) - {"type", "configs", "cache_control"}:
+        problems.append(f"toolset entry has {sorted(set(entry) - {'type', 'configs', 'cache_control'})}")
+    if set(entry.get("configs") or {}) - set(BetaComputerToolsetConfigsParam.__annotations__):
+        problems.append(f"unknown members in configs {sorted(entry['configs'])}")
+    calls = {b["id"]: b for m in request["messages"] if m["role"] == "assistant" for b in m["content"]
+             if b["type"] == "tool_use"}
+    for m in request["messages"]:
+        for block in m["content"]:
+            if block.get("type") == "tool_result" and block.get("toolset_name") != calls[block["tool_use_id"]].get(
+                    "toolset_name"):
+                problems.append(f"tool_result {block['tool_use_id']} does not echo toolset_name")
+    return problems + pairing_problems(request)
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "claude-opus-5-5-20260922"])
+def test_the_newest_models_get_the_toolset_without_a_display_or_beta(model):
+    agent, rec = agent_for([ok(message(text("Submitting."), member("left_click", coordinate=[267, 80]), model=model)),
+                            ok(message(text("DONE"), model=model))], model=model)
+    click, done = play(agent, 2)
+    first, second = rec.requests
+    assert first["tools"] == [{"type": "computer_toolset_20260801", "configs": {
+        "middle_click": {"enabled": False}, "hold_key": {"enabled": False}, "zoom": {"enabled": False}}}]
+    assert "anthropic-beta" not in rec.headers[0]
+    assert images(first) == [(1280, 800)]  # coordinates are in the screenshot's pixels: it is scaled as before
+    assert (click.type, click.x, click.y, click.unit) == ("click", 400, 120, "px")
+    assert done.type == "done"
+    (answer,) = second["messages"][2]["content"]
+    assert (answer["type"], answer["toolset_name"]) == ("tool_result", "computer")
+    assert second["messages"][1]["content"][1]["toolset_name"] == "computer"  # the call goes back as received
+    assert _toolset_problems(first) == [] and _toolset_problems(second) == []
+
+
+@pytest.mark.parametrize(("name", "params", "expected"), [
+    ("double_click", {"coordinate": [640, 400]}, [("double_click", 960, 600)]),
+    ("right_click", {"coordinate": [0, 0]}, [("right_click", 0, 0)]),
+    ("left_click_drag", {"start_coordinate": [100, 100], "coordinate": [200, 300]}, [("drag", 150, 150)]),
+    ("type", {"text": "hello"}, [("type", None, None)]),
+    ("key", {"text": "ctrl+s"}, [("hotkey", None, None)]),
+    ("key", {"text": "Down", "repeat": 3}, [("key", None, None)] * 3),
+    ("scroll", {"coordinate": [640, 400], "scroll_direction": "down", "scroll_amount": 5}, [("scroll", 960, 600)]),
+    ("wait", {"duration": 2}, [("wait", None, None)]),
+    ("screenshot", {}, [("wait", None, None)]),
+])
+def test_toolset_members_map_like_the_single_tools_actions(name, params, expected):
+    agent, _ = agent_for([ok(message(member(name, **params))), ok(message(text("DONE")))], model="claude-sonnet-5-5")
+    actions = play(agent, len(expected) + 1)
+    assert [(a.type, a.x, a.y) for a in actions[:-1]] == expected
+    assert actions[-1].type == "done"
+
+
+def test_toolset_mistakes_are_answered_as_errors():
+    """A member of another family, an unsupported member and a bad repeat are answered with is_error,
+    each echoing toolset_name; two unusable replies in a row end the episode."""
+    wrong = dict(member("left_click", coordinate=[1, 1]), toolset_name="browser")
+    agent, rec = agent_for([ok(message(member("zoom", region=[0, 0, 10, 10]))), ok(message(wrong)),
+                            ok(message(member("key", text="a", repeat=0)))], model="claude-sonnet-5-5")
+    unsupported, first_strike, second_strike = play(agent, 3)
+    assert unsupported.type == "wait" and "zoom is not supported" in unsupported.reason
+    assert first_strike.type == "wait" and "unknown tool 'left_click'" in first_strike.reason
+    assert second_strike.type == "error" and "key repeat must be a whole number" in second_strike.reason
+    for request in rec.requests[1:]:
+        (answer,) = request["messages"][-1]["content"][:1]
+        assert answer["is_error"] is True
+    assert rec.requests[2]["messages"][-1]["content"][0]["toolset_name"] == "browser"
+
+
+def test_the_newest_models_are_priced():
+    agent, _ = agent_for([ok(message(text("DONE"), input_tokens=1_000_000, output_tokens=100_000,
+                                     cache_read_input_tokens=1_000_000))], model="claude-opus-5-5")
+    play(agent, 1)
+    usage = agent.take_usage()
+    assert usage is not None and usage.cost_usd == pytest.approx(4.00 + 2.00 + 0.20)
 
 
 @pytest.mark.parametrize(("size", "declared"), [
@@ -420,7 +492,6 @@ def test_make_agent_reads_model_and_timeout(pytester, monkeypatch):
     # the option table's messages (the reader gives only checked values), as at configure time
     (("--bench-agent-timeout", "soon"), r"--bench-agent-timeout must be a number of seconds, got 'soon'"),
     (("--bench-agent-timeout", "0"), r"--bench-agent-timeout must be more than 0 and at most 86400 seconds, got '0'"),
-    (("--bench-agent-model", "claude-sonnet-5-5"), r"computer_toolset_20260801"),
 ])
 def test_make_agent_rejects_bad_settings(pytester, monkeypatch, args, match):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -479,6 +550,31 @@ def test_end_to_end_mock_benchmark(run, pytester, claude_env):
     assert click["usage"]["input_tokens"] == 2000 and click["usage"]["model"] == "claude-sonnet-4-6"
     assert click["cost_usd"] > 0
     assert json.loads((folder / "summary.json").read_text())["total_cost_usd"] > 0
+
+
+def toolset_script(request, headers):
+    """The mock task through the toolset: the screenshot's own pixels, a member call, then DONE."""
+    from pytest_agentbench.benches.mock.bench import SCREEN
+
+    problems = _toolset_problems(request)
+    if problems:
+        return api_error(400, "invalid_request_error", "; ".join(problems), None)
+    if turns(request) == 0:
+        (width, height), (x, y) = images(request)[0], _submit_centre()
+        point = [round(x * width / SCREEN[0]), round(y * height / SCREEN[1])]
+        return ok(message(member("left_click", coordinate=point), model=request["model"]))
+    return ok(message(text("DONE"), model=request["model"]))
+
+
+def test_end_to_end_mock_benchmark_with_the_toolset(run, pytester, claude_env):
+    server = claude_env(toolset_script)
+    result = run("--bench=mock", "--bench-limit", "2", "--bench-agent", "api-claude", "--bench-agent-model",
+                 "claude-sonnet-5-5", "-n", "2")
+    result.assert_outcomes(passed=2)
+    assert len(server.requests) == 4
+    assert {r["tools"][0]["type"] for r in server.requests} == {"computer_toolset_20260801"}
+    rows = results(only_run_folder(pytester.path))
+    assert all(r["success"] and r["cost_usd"] > 0 for r in rows)
 
 
 def _notepad_script():

@@ -116,7 +116,8 @@ def test_ini_keys_configure_the_run(run, pytester):
     [
         (["--bench=nope"], "*unknown benchmark 'nope' in --bench; available: extradup, mock, mockmed*"),
         (["--bench=mock", "--bench-agent", "nope"],
-         "*unknown agent 'nope' in --bench-agent; available: api-claude, http, mock, noop, replay, scripted*"),
+         ("*unknown agent 'nope' in --bench-agent; available: api-claude, api-openai, api-vlm, http, mock, noop, "
+          "planner-grounder, replay, scripted*")),
         (["--bench=mock", "--bench-limit", "0"], "*--bench-limit must be >= 1, got 0*"),
         (["--bench=mock", "--bench-limit", "-3"], "*--bench-limit must be >= 1, got -3*"),
         (["--bench=mock", "--bench-limit", "many"], "*--bench-limit must be a whole number >= 1, got 'many'*"),

@@ -12,19 +12,27 @@ last words say FAIL / infeasible / impossible.
 Tool version by model family (Anthropic's computer-use tool page, read 2026-11-30). Newer tool
 versions are not promised to work with older models, so the version follows the model:
 
-=======================================================  ===================  ========================
-model family (``--bench-agent-model``, date suffix ignored)     tool type            beta flag
-=======================================================  ===================  ========================
-claude-opus-4-7, claude-opus-4-6, claude-sonnet-4-6,      computer_20251124    computer-use-2025-11-24
+=======================================================  =========================  =======================
+model family (``--bench-agent-model``, date suffix ignored)     tool type                  beta flag
+=======================================================  =========================  =======================
+claude-sonnet-5-5, claude-opus-5-5                        computer_toolset_20260801  none (not a beta)
+claude-opus-4-7, claude-opus-4-6, claude-sonnet-4-6,      computer_20251124          computer-use-2025-11-24
 claude-opus-4-5
-claude-sonnet-4-5, claude-haiku-4-5, claude-opus-4-1,     computer_20250124    computer-use-2025-01-24
+claude-sonnet-4-5, claude-haiku-4-5, claude-opus-4-1,     computer_20250124          computer-use-2025-01-24
 claude-opus-4(-0), claude-sonnet-4(-0), claude-3-7-sonnet
-claude-sonnet-5-5, claude-opus-5-5                        (usage error: these take only the
-                                                          ``computer_toolset_20260801`` toolset,
-                                                          which this agent does not speak)
-anything else                                             computer_20251124    computer-use-2025-11-24
+anything else                                             computer_20251124          computer-use-2025-11-24
                                                           (the newest single tool; a warning says so)
-=======================================================  ===================  ========================
+=======================================================  =========================  =======================
+
+The toolset (``computer_toolset_20260801``, the anthropic SDK's ``BetaComputerToolset20260801Param``
+and ``BetaComputerToolUseBlock`` types) is one ``tools[]`` entry without a name or display size:
+every action is a member tool of its own, so a ``tool_use`` carries the member as its ``name``
+(``left_click``), ``toolset_name: "computer"`` and the member's parameters as ``input`` (no
+``action`` field); its ``tool_result`` echoes ``toolset_name``. Coordinates are in the pixels of
+the screenshots sent, which are scaled as below. The members this environment cannot perform
+(``middle_click``, ``hold_key``, ``zoom``) are withheld from the model through the entry's
+``configs`` (``{"enabled": false}``); ``key`` takes a ``repeat`` count (each press is one action).
+Otherwise the members map exactly as the single tool's actions below.
 
 The screen: the tool declares a display no larger than 1280 x 800 (long x short edge, Anthropic's
 recommendation; the aspect ratio is kept), the screenshot is resized with pillow to exactly that,
@@ -73,10 +81,10 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Any, cast
 
-from pytest_agentbench.agent import Agent, StepEstimate, Usage
-from pytest_agentbench.agents import prices
+from pytest_agentbench.agent import StepEstimate, Usage
+from pytest_agentbench.agents import prices, replies
+from pytest_agentbench.agents.sdk import SDKAgent, require_sdk
 from pytest_agentbench.errors import ConfigError
-from pytest_agentbench.extras import install_hint
 from pytest_agentbench.images import png_size
 from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.settings import settings_of
@@ -110,10 +118,17 @@ TOOL_VERSIONS: dict[str, tuple[str, str]] = {
 }
 #: Families whose API accepts only the ``computer_toolset_20260801`` toolset (a different protocol).
 TOOLSET_ONLY = frozenset({"claude-sonnet-5-5", "claude-opus-5-5"})
+TOOLSET = "computer_toolset_20260801"
+#: The toolset's family name: what its members' ``tool_use`` and ``tool_result`` blocks carry as ``toolset_name``.
+TOOLSET_FAMILY = "computer"
+#: Members withheld from the model: valid actions this environment has no equivalent for.
+TOOLSET_DISABLED = ("middle_click", "hold_key", "zoom")
+#: The most presses one ``key`` call with ``repeat`` becomes.
+MAX_KEY_REPEAT = 50
 
 SYSTEM_PROMPT = """\
 You are operating a computer to complete a task. You see the screen in screenshots and act with \
-the `computer` tool, one action per call; after each action you get a new screenshot. Give \
+the computer tool(s), one action per call; after each action you get a new screenshot. Give \
 coordinates in the pixels of the screenshots you receive. Keys use xdotool names, e.g. Return, \
 Escape, ctrl+s, super+r. Nobody will answer questions: work on your own.
 When the task is complete, stop calling tools and end your reply with a last line that is exactly \
@@ -147,9 +162,11 @@ def _warn_once(key: str, message: str) -> None:
         warnings.warn(message, UserWarning, stacklevel=3)
 
 
-def tool_version(model: str) -> tuple[str, str, str | None]:
-    """(tool type, beta flag, note) for ``model``; the note says why when it fell back."""
+def tool_version(model: str) -> tuple[str, str | None, str | None]:
+    """(tool type, beta flag or None, note) for ``model``; the note says why when it fell back."""
     family = prices.model_family(model)
+    if family in TOOLSET_ONLY:
+        return TOOLSET, None, None
     if family in TOOL_VERSIONS:
         return (*TOOL_VERSIONS[family], None)
     return (*TOOL_NEW, (f"api-claude: model {model!r} is not in the computer-use tool table; "
@@ -264,7 +281,7 @@ def key_action(text: Any) -> Action:
 
 
 # ---------------------------------------------------------------------------------- the agent
-class ClaudeAgent(Agent):
+class ClaudeAgent(SDKAgent):
     """Claude with the computer-use tool. See the module docstring for the mapping and rules."""
 
     name = "api-claude"
@@ -288,6 +305,7 @@ class ClaudeAgent(Agent):
             raise ValueError(f"keep_images must be >= 1, got {keep_images}")
         self.model = model
         self.tool_type, self.beta, note = tool_version(model)
+        self.toolset = self.tool_type == TOOLSET
         if note:
             _warn_once(f"tool:{model}", note)
         self.timeout = timeout
@@ -316,13 +334,6 @@ class ClaudeAgent(Agent):
         self._screen: tuple[int, int] = (MAX_LONG_EDGE, MAX_SHORT_EDGE)
         self._display: tuple[int, int] = (MAX_LONG_EDGE, MAX_SHORT_EDGE)
 
-    def close(self) -> None:
-        self._client.close()
-
-    def take_usage(self) -> Usage | None:
-        usage, self._usage = self._usage, Usage(model=self.model)
-        return usage if usage.calls else None
-
     def estimate_step(self, screen: tuple[int, int]) -> StepEstimate:
         return step_estimate(self.model, screen)
 
@@ -350,6 +361,8 @@ class ClaudeAgent(Agent):
         last_ok = max((i for i, r in enumerate(self._results) if not r.get("is_error")), default=None)
         for index, result in enumerate(self._results):
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result["id"]}
+            if result.get("toolset"):
+                block["toolset_name"] = result["toolset"]
             if result.get("is_error"):
                 block["is_error"] = True
                 block["content"] = [{"type": "text", "text": result["text"]}]
@@ -390,7 +403,7 @@ class ClaudeAgent(Agent):
             first["content"] = [*messages[0]["content"], {"type": "text", "text": (
                 f"[{self._dropped_turns} earlier turn(s) were dropped to keep the conversation short]")}]
             messages = [first, *messages[1:]]
-        width, height = self._display
+        extra: dict[str, Any] = {"betas": [self.beta]} if self.beta else {}
         try:
             response = self._client.beta.messages.create(
                 model=self.model,
@@ -398,11 +411,10 @@ class ClaudeAgent(Agent):
                 system=SYSTEM_PROMPT,
                 # The version of the computer tool (self.tool_type) is chosen per model at run time,
                 # and the history is kept as the wire format's plain JSON: both are the SDK's shapes.
-                tools=cast("list[BetaToolUnionParam]", [{"type": self.tool_type, "name": "computer",
-                                                         "display_width_px": width, "display_height_px": height}]),
+                tools=cast("list[BetaToolUnionParam]", [self._tool_entry()]),
                 tool_choice={"type": "auto", "disable_parallel_tool_use": True},
                 messages=cast("list[BetaMessageParam]", messages),
-                betas=[self.beta],
+                **extra,
             )
         except anthropic.APIStatusError as exc:
             raise ClaudeAPIError(self._scrub(_status_message(exc))) from None
@@ -414,6 +426,14 @@ class ClaudeAgent(Agent):
             raise ClaudeAPIError(self._scrub(f"Claude API unreachable after the SDK's retries: {reason}")) from None
         self._count(response)
         return response
+
+    def _tool_entry(self) -> dict[str, Any]:
+        """The ``tools[]`` entry: the toolset with the members this environment lacks withheld, or
+        the single tool with the display size its coordinates refer to."""
+        if self.toolset:
+            return {"type": TOOLSET, "configs": {member: {"enabled": False} for member in TOOLSET_DISABLED}}
+        width, height = self._display
+        return {"type": self.tool_type, "name": "computer", "display_width_px": width, "display_height_px": height}
 
     def _count(self, response: Any) -> None:
         usage = getattr(response, "usage", None)
@@ -441,7 +461,10 @@ class ClaudeAgent(Agent):
             if kind == "text":
                 content.append({"type": "text", "text": block.text})
             elif kind == "tool_use":
-                content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+                use = {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+                if getattr(block, "toolset_name", None):
+                    use["toolset_name"] = block.toolset_name
+                content.append(use)
             else:  # thinking and the like go back unchanged
                 content.append(block.to_dict() if hasattr(block, "to_dict") else block.model_dump(exclude_none=True))
         return content
@@ -454,7 +477,7 @@ class ClaudeAgent(Agent):
             stop = getattr(response, "stop_reason", None)
             if stop in ("end_turn", "stop_sequence"):
                 self._strikes = 0
-                kind = _final_word(text)
+                kind = replies.final_word(text)
                 return Action(type=kind, reason=text or None, raw={"stop_reason": stop})
             if stop == "refusal":
                 return Action(type="fail", reason=text or "Claude declined the task (stop_reason refusal)",
@@ -465,24 +488,26 @@ class ClaudeAgent(Agent):
         actions: list[Action] = []
         problem: str | None = None
         for call in calls:
+            answer = {"id": call["id"], **({"toolset": call["toolset_name"]} if call.get("toolset_name") else {})}
             if problem is not None:
-                self._results.append({"id": call["id"], "is_error": True,
+                self._results.append({**answer, "is_error": True,
                                       "text": "Not run: another call in the same reply was invalid."})
                 continue
             try:
                 action, note = self._map(call)
+                presses = self._repeat(call, action)
             except _Unsupported as exc:
-                self._results.append({"id": call["id"], "is_error": True, "text": f"{exc} {_ERROR_HINT}"})
+                self._results.append({**answer, "is_error": True, "text": f"{exc} {_ERROR_HINT}"})
                 actions.append(Action(type="wait", seconds=0.0, reason=f"unsupported: {exc}",
                                       raw={"tool_use": call}))
                 continue
             except _Unparseable as exc:
                 problem = str(exc)
-                self._results.append({"id": call["id"], "is_error": True,
+                self._results.append({**answer, "is_error": True,
                                       "text": f"Your call could not be used: {problem}. {_ERROR_HINT}"})
                 continue
-            self._results.append({"id": call["id"], "text": note})
-            actions.append(action)
+            self._results.append({**answer, "text": note})
+            actions.extend([action] * presses)
         if problem is not None:
             for result in self._results:  # nothing of this reply runs: say so for every call
                 if not result.get("is_error"):
@@ -490,17 +515,12 @@ class ClaudeAgent(Agent):
             return self._strike(problem, content)
         self._strikes = 0
         first, *rest = actions
-        if text:
-            first = first.model_copy(update={"reason": f"{text}\n{first.reason}" if first.reason else text})
         self._queue = [self._redacted(a) for a in rest]
-        return first
+        return replies.with_text(first, text)
 
     def _strike(self, why: str, content: list[dict[str, Any]]) -> Action:
         self._strikes += 1
-        raw = {"unparsed_reply": content}
-        if self._strikes >= 2:
-            return Action(type="error", reason=f"unparseable reply twice: {why}", raw=raw)
-        return Action(type="wait", seconds=0.0, reason=f"unparseable reply: {why}", raw=raw)
+        return replies.unusable(self._strikes, why, content)
 
     def _point(self, value: Any, what: str = "coordinate") -> tuple[float, float]:
         if (not isinstance(value, (list, tuple)) or len(value) != 2
@@ -525,14 +545,39 @@ class ClaudeAgent(Agent):
             raise _Unparseable(f"{action} needs coordinate [x, y] (the pointer position is not known yet)")
         return self._cursor
 
-    def _map(self, call: dict[str, Any]) -> tuple[Action, str | None]:
-        """One tool call -> (action, text for its tool_result)."""
+    def _params(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The call's parameters with its action under ``action``: the single tool's input as it
+        is, a toolset member's input with the member's name added."""
+        params = call.get("input")
+        if self.toolset:
+            if call.get("toolset_name") != TOOLSET_FAMILY:
+                raise _Unparseable(f"unknown tool {call.get('name')!r}; the only tools are the computer toolset's "
+                                   "members")
+            if not isinstance(params, dict):
+                raise _Unparseable(f"{call.get('name')} needs an input object, got {params!r}")
+            return {**params, "action": call.get("name")}
         if call.get("name") != "computer":
             raise _Unparseable(f"unknown tool {call.get('name')!r}; the only tool is 'computer'")
-        params = call.get("input")
         if not isinstance(params, dict) or not isinstance(params.get("action"), str):
             raise _Unparseable(f"the computer tool needs an 'action', got input {params!r}")
+        return params
+
+    def _repeat(self, call: dict[str, Any], action: Action) -> int:
+        """How many times ``action`` runs: a toolset ``key`` call's ``repeat`` (default 1)."""
+        params = call.get("input")
+        repeat = params.get("repeat") if self.toolset and isinstance(params, dict) else None
+        if repeat is None or action.type not in ("key", "hotkey"):
+            return 1
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_KEY_REPEAT:
+            raise _Unparseable(f"key repeat must be a whole number from 1 to {MAX_KEY_REPEAT}, got {repeat!r}")
+        return repeat
+
+    def _map(self, call: dict[str, Any]) -> tuple[Action, str | None]:
+        """One tool call -> (action, text for its tool_result)."""
+        params = self._params(call)
         kind = params["action"]
+        if not isinstance(kind, str):
+            raise _Unparseable(f"the computer tool needs an 'action', got input {params!r}")
         raw = {"tool_use": call, "display": list(self._display), "screen": list(self._screen)}
         notes: list[str] = []
         if kind in ("left_click", "double_click", "right_click", "triple_click"):
@@ -653,20 +698,6 @@ class ClaudeAgent(Agent):
         return action.model_copy(update=update) if update else action
 
 
-def _final_word(text: str) -> ActionType:
-    """``fail`` when the last line says FAIL/INFEASIBLE, ``done`` when it says DONE; otherwise
-    ``fail`` if the text calls the task infeasible or impossible, else ``done``."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
-    if re.search(r"\b(FAIL|FAILED|INFEASIBLE)\b", last, re.IGNORECASE):
-        return "fail"
-    if re.search(r"\bDONE\b", last, re.IGNORECASE):
-        return "done"
-    if re.search(r"\b(infeasible|impossible|cannot be (done|completed)|not possible)\b", text, re.IGNORECASE):
-        return "fail"
-    return "done"
-
-
 def _status_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     detail = ""
@@ -703,17 +734,10 @@ def make_agent(settings: Settings | None) -> ClaudeAgent:
     ``--bench-agent-model`` / ``agentbench_agent_model``, timeout from ``--bench-agent-timeout``; the SDK reads
     ``ANTHROPIC_BASE_URL`` for another endpoint."""
     settings = settings_of(settings)
-    try:
-        import anthropic  # noqa: F401
-    except ImportError:
-        raise ConfigError(f"--bench-agent api-claude needs the anthropic package: {install_hint('claude')}") from None
+    require_sdk("anthropic", "api-claude", "claude")
     model = (settings.get("agent_model") if settings is not None else None) or DEFAULT_MODEL
     if any(c.isspace() for c in model):
         raise ConfigError(f"--bench-agent-model must be a Claude model id such as {DEFAULT_MODEL}, got {model!r}")
-    if prices.model_family(model) in TOOLSET_ONLY:
-        raise ConfigError(
-            f"--bench-agent-model {model} takes only Anthropic's computer_toolset_20260801, which api-claude does not "
-            f"speak yet; use a model with the single computer tool, e.g. {DEFAULT_MODEL}")
     timeout = settings.get("agent_timeout") if settings is not None else None  # checked by the option table
     timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
     key = os.environ.get("ANTHROPIC_API_KEY", "").strip()

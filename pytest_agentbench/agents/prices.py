@@ -28,7 +28,7 @@ class Price:
     input: float
     output: float
     cache_write: float  # 5-minute cache writes (1.25 x input)
-    cache_read: float  # cache hits and refreshes (0.1 x input for these models)
+    cache_read: float  # cache hits and refreshes (0.1 x input for most models)
 
 
 _OPUS_NEW = Price(5.00, 25.00, 6.25, 0.50)
@@ -37,6 +37,9 @@ _SONNET = Price(3.00, 15.00, 3.75, 0.30)
 
 #: Model family (the id without its date suffix) -> price.
 PRICES: dict[str, Price] = {
+    # The 5.5 models' cache reads cost 0.05 x input (their model pages, platform.claude.com/docs/en/models/).
+    "claude-opus-5-5": Price(4.00, 20.00, 5.00, 0.20),
+    "claude-sonnet-5-5": Price(2.00, 10.00, 2.50, 0.20),
     "claude-opus-5": _OPUS_NEW,
     "claude-opus-4-8": _OPUS_NEW,
     "claude-opus-4-7": _OPUS_NEW,

@@ -50,14 +50,22 @@ def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> fl
 
 
 def response_retry_after(state: tenacity.RetryCallState) -> float | None:
-    """The Retry-After of the reply that ended this attempt, when the attempt got a reply."""
+    """The Retry-After of the reply that ended this attempt, when the attempt got a reply: one
+    returned, or one carried by the error raised (an SDK's status error has it as ``.response``,
+    whichever HTTP library the SDK is built on). ``retry-after-ms`` (OpenAI's and Anthropic's
+    finer header) is read when there is no ``retry-after``."""
     outcome = state.outcome
-    if outcome is None or outcome.failed:
+    if outcome is None:
         return None
-    response = outcome.result()
-    if not isinstance(response, httpx.Response):
+    response = getattr(outcome.exception(), "response", None) if outcome.failed else outcome.result()
+    headers = getattr(response, "headers", None) if isinstance(response, httpx.Response) or outcome.failed else None
+    if headers is None or not hasattr(headers, "get"):
         return None
-    return retry_after_seconds(response.headers.get("retry-after"))
+    seconds = retry_after_seconds(headers.get("retry-after"))
+    if seconds is None:
+        millis = retry_after_seconds(headers.get("retry-after-ms"))
+        seconds = None if millis is None else millis / 1000
+    return seconds
 
 
 class wait_backoff_or_retry_after(wait_base):

@@ -331,7 +331,7 @@ def pytest_agentbench_register_benchmarks(registry: BenchmarkRegistry) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
-    from pytest_agentbench.plugin.bridge import builtin, settings_for
+    from pytest_agentbench.plugin.bridge import builtin, settings_for, usage_errors
 
     def mock(config: pytest.Config | None) -> Agent:
         from pytest_agentbench.agents import MockAgent
@@ -367,6 +367,18 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
         return make_agent(settings)
 
     @builtin
+    def api_openai(settings: Settings | None) -> Agent:
+        from pytest_agentbench.agents.openai_computer import make_agent
+
+        return make_agent(settings)
+
+    @builtin
+    def api_vlm(settings: Settings | None) -> Agent:
+        from pytest_agentbench.agents.vlm import make_agent
+
+        return make_agent(settings)
+
+    @builtin
     def http(settings: Settings | None) -> Agent:
         from pytest_agentbench.agents.http import make_agent
 
@@ -389,6 +401,45 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
     registry.register("api-claude", api_claude,
                       description="Claude with the computer-use tool (ANTHROPIC_API_KEY; extra: claude)",
                       estimate=api_claude_estimate)
+    registry.register("api-openai", api_openai,
+                      description="an OpenAI model with the Responses API's computer tool "
+                                  "(OPENAI_API_KEY; extra: openai)")
+    registry.register("api-vlm", api_vlm,
+                      description="a VLM behind an OpenAI-compatible chat endpoint: --bench-agent-url, "
+                                  "--bench-agent-model, --bench-agent-dialect qwen3vl|uitars|json (extra: openai)")
+    def planner_grounder(config: pytest.Config | None) -> Agent:
+        from pytest_agentbench.agents.planner_grounder import PlannerGrounderAgent, RoleConfig, RoleSettings
+        from pytest_agentbench.plugin.state import config_state
+
+        if config is None:
+            raise pytest.UsageError("--bench-agent planner-grounder needs a benchmark run")
+        settings = settings_for(config)
+        names = {role: options.setting(config, role) for role in ("planner", "grounder")}
+        missing = [role for role, name in names.items() if not name]
+        if missing:
+            raise pytest.UsageError(f"--bench-agent planner-grounder needs --bench-{missing[0]} NAME, an agent "
+                                    "name such as api-claude or api-vlm")
+        registry = config_state(config).agent_registry
+        made: dict[str, Agent] = {}
+        try:
+            for role, name in names.items():
+                if name == "planner-grounder" or name not in registry:
+                    known = ", ".join(n for n in registry.names() if n != "planner-grounder")
+                    raise pytest.UsageError(f"--bench-{role} {name!r} is not an agent to compose; one of {known}")
+                role_config = RoleConfig(config, RoleSettings(settings, options.setting(config, f"{role}_model")))
+                with usage_errors():
+                    made[role] = registry.create(name, role_config)
+                if not getattr(made[role], "name", None) or made[role].name == "agent":
+                    made[role].name = name
+        except BaseException:
+            for agent in made.values():
+                agent.close()
+            raise
+        return PlannerGrounderAgent(made["planner"], made["grounder"])
+
+    registry.register("planner-grounder", planner_grounder,
+                      description="a planner agent says what to do, a grounder agent where: --bench-planner NAME "
+                                  "--bench-grounder NAME (--bench-planner-model, --bench-grounder-model)")
     registry.register("http", http,
                       description="an agent served elsewhere: --bench-agent-url URL (POST /act, /reset; GET /health)")
     registry.register("replay", replay, description="replays a compiled workflow per task: "

@@ -234,6 +234,22 @@ def _money(flag: str) -> Parse:
     return checked("money", flag)
 
 
+def _redact_region(text: str) -> str:
+    """``X,Y,W,H`` checked at configure time (a usage error naming the fix); kept as text."""
+    from pytest_agentbench.agents.redact import parse_region
+
+    parse_region(text)
+    return text
+
+
+def _redact_text(text: str) -> str:
+    """A regular expression checked at configure time; kept as text."""
+    from pytest_agentbench.agents.redact import parse_pattern
+
+    parse_pattern(text)
+    return text
+
+
 _B, _AU, _MM, _W, _P, _AG, _OC, _TR = ("agentbench", "agentbench-audit", "agentbench-mockmed", "agentbench-waa",
                                        "agentbench-pool", "agentbench-agents", "agentbench-opencomputer",
                                        "agentbench-trials")
@@ -423,15 +439,36 @@ OPTIONS: tuple[Option, ...] = (
     Option("--pool-aws-subnet", "aws_subnet", "aws pool: launch in this subnet (default: the default VPC).", _P,
            parse=checked("aws_subnet", "--pool-aws-subnet"), metavar="SUBNET_ID", old=("--aws-subnet",)),
     # -- agents, budgets and cost -----------------------------------------------------------------------------
-    Option("--bench-agent-model", "agent_model", "api-claude: the Claude model (default: claude-sonnet-4-6).", _AG,
-           metavar="MODEL", old=("--agent-model",)),
+    Option("--bench-agent-model", "agent_model", "api-claude / api-openai / api-vlm: the model (default: "
+           "claude-sonnet-4-6 / gpt-5.4 / none, required).", _AG, metavar="MODEL", old=("--agent-model",)),
     Option("--bench-agent-url", "agent_url", "http: the agent server's base URL (POST /act, POST /reset, GET "
-           "/health).", _AG, parse=checked("url", "--bench-agent-url"), metavar="URL", old=("--agent-url",)),
-    Option("--bench-agent-timeout", "agent_timeout", "api-claude / http: seconds per request before it counts as "
-           "failed (default: 120 / 60).", _AG, parse=_seconds("--bench-agent-timeout", positive=True),
+           "/health); api-vlm: the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.", _AG,
+           parse=checked("url", "--bench-agent-url"), metavar="URL", old=("--agent-url",)),
+    Option("--bench-agent-dialect", "agent_dialect", "api-vlm: how the model is prompted and read: qwen3vl, uitars "
+           "or json (default: guessed from --bench-agent-model).", _AG, choices=("qwen3vl", "uitars", "json"),
+           metavar="DIALECT"),
+    Option("--bench-agent-acknowledge-safety-checks", "agent_acknowledge_safety_checks", "api-openai: acknowledge "
+           "the model's pending safety checks and go on (without it a safety check ends the task as an agent "
+           "error).", _AG, kind="flag", default=False),
+    Option("--bench-agent-timeout", "agent_timeout", "api-claude / api-openai / http: seconds per request before it "
+           "counts as failed (default: 120 / 120 / 60).", _AG, parse=_seconds("--bench-agent-timeout", positive=True),
            typed=False, metavar="SECONDS", old=("--agent-timeout",)),
     Option("--bench-replay-bundles", "replay_bundles", "replay: compiled workflows, DIR/<task id>/workflow.json.",
            _AG, metavar="DIR", old=("--replay-bundles",)),
+    Option("--bench-planner", "planner", "planner-grounder: the agent that decides each step (any --bench-agent "
+           "name).", _AG, metavar="NAME"),
+    Option("--bench-grounder", "grounder", "planner-grounder: the agent that finds on the screen where the "
+           "planner's pointing steps go.", _AG, metavar="NAME"),
+    Option("--bench-planner-model", "planner_model", "planner-grounder: --bench-agent-model for the planner "
+           "alone.", _AG, metavar="MODEL"),
+    Option("--bench-grounder-model", "grounder_model", "planner-grounder: --bench-agent-model for the grounder "
+           "alone.", _AG, metavar="MODEL"),
+    Option("--bench-redact-region", "redact_region", "blank the screen region X,Y,W,H (pixels) in every "
+           "observation the agent sees (repeatable); recorded on each action.", _AG, kind="list",
+           parse=_redact_region, metavar="X,Y,W,H", ini_type="args", bench_only=True),
+    Option("--bench-redact-text", "redact_text", "blank what matches REGEX (case-insensitive) in the accessibility "
+           "tree, title and URL, and its box in the screenshot, in every observation the agent sees (repeatable).",
+           _AG, kind="list", parse=_redact_text, metavar="REGEX", ini_type="args", bench_only=True),
     Option("--bench-max-cost-usd", "max_cost_usd", "stop calling models once the run has spent USD; later items "
            "are skipped (budget spent).", _AG, parse=_money("--bench-max-cost-usd"), typed=False, metavar="USD",
            old=("--max-cost-usd",), bench_only=True),

@@ -146,7 +146,22 @@ class AgentbenchPlugin:
             raise pytest.UsageError(f"agent {name!r} could not start: {exc}") from None
         if not getattr(agent, "name", None) or agent.name == "agent":
             agent.name = name
-        return agent
+        return self._redacting(agent)
+
+    def _redacting(self, agent: Agent) -> Agent:
+        """``agent`` behind the ``--bench-redact-region`` / ``--bench-redact-text`` wrapper when any is given."""
+        from pytest_agentbench.plugin.options import setting
+
+        regions, patterns = setting(self.config, "redact_region"), setting(self.config, "redact_text")
+        if not regions and not patterns:
+            return agent
+        from pytest_agentbench.agents.redact import wrap
+
+        try:
+            return wrap(agent, regions, patterns)
+        except ValueError as exc:
+            agent.close()
+            raise pytest.UsageError(str(exc)) from None
 
     # -- session start: resolve (controller) or load (worker) ----------------------------------
     @pytest.hookimpl(tryfirst=True)
