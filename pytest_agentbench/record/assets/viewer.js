@@ -261,14 +261,21 @@
     num_steps: function (t) { return t.num_steps; },
     reason: function (t) { return t.why; }
   };
-  function compare(a, b) {
-    if (!state.sort) return a.key - b.key;
-    var f = KEYS[state.sort], x = f(a), y = f(b);
-    if (x === null && y === null) return a.key - b.key;
-    if (x === null) return 1;  /* unscored rows last, whichever way */
-    if (y === null) return -1;
-    var c = typeof x === "number" ? x - y : collator.compare(x, y);
-    return c ? c * state.dir : a.key - b.key;
+  /* The rows in the chosen order. Each row's sort key is read once, not once per comparison:
+     20,000 rows take some 300,000 comparisons. Without a sort the rows keep the run's order. */
+  function ordered(rows) {
+    if (!state.sort) return rows;
+    var f = KEYS[state.sort];
+    var keyed = rows.map(function (t) { return { t: t, k: f(t) }; });
+    keyed.sort(function (a, b) {
+      var x = a.k, y = b.k;
+      if (x === null && y === null) return a.t.key - b.t.key;
+      if (x === null) return 1;  /* unscored rows last, whichever way */
+      if (y === null) return -1;
+      var c = typeof x === "number" ? x - y : collator.compare(x, y);
+      return c ? c * state.dir : a.t.key - b.t.key;
+    });
+    return keyed.map(function (e) { return e.t; });
   }
   function bindSorting() {
     Array.prototype.forEach.call(document.querySelectorAll("#tasks thead th[data-key]"), function (th) {
@@ -321,7 +328,7 @@
   var view = { shown: [], page: 0 };
   function pages() { return Math.max(1, Math.ceil(view.shown.length / PAGE)); }
   function update() {
-    view.shown = TASKS.filter(matches).sort(compare);
+    view.shown = ordered(TASKS.filter(matches));
     view.page = 0;
     var total = plural(TASKS.length, "task");
     $("count").textContent = view.shown.length === TASKS.length ? total : view.shown.length + " of " + total;
