@@ -377,6 +377,81 @@ def record(task_id: str, **fields: Any) -> dict[str, Any]:
     return {**base, **fields}
 
 
+def many_tasks(root: Path, count: int) -> Path:
+    """A hand-made run of ``count`` tasks, every fifth passed, two of them with a trajectory."""
+    steps = {"steps": [{"index": 0, "label": "click #1", "action": {"type": "click"}}]}
+    records = [record(f"t-{n:03d}", domain=f"d{n % 3}", **({"status": "passed", "success": True, "score": 1.0}
+                                                          if n % 5 == 0 else {})) for n in range(count)]
+    return write_run_folder(root, "many", records, {f"tasks/hand/t-{n:03d}/trajectory.json": steps for n in (0, 250)})
+
+
+def shown_ids(page: Any) -> list[str]:
+    return page.locator("tr.row .toggle").all_inner_texts()
+
+
+def test_a_big_run_shows_its_rows_a_page_at_a_time(tmp_path, open_viewer):
+    viewer = open_viewer(many_tasks(tmp_path, 350))
+    page = viewer.page
+    assert page.locator("#count").inner_text() == "350 tasks"
+    assert shown_ids(page) == [f"t-{n:03d}" for n in range(100)]
+    assert page.locator("#pg-pos").inner_text() == "rows 1\u2013100 of 350 \u00b7 page 1 of 4"
+    assert page.locator("#pg-prev").is_disabled()
+    page.locator("#pg-next").click()
+    assert shown_ids(page) == [f"t-{n:03d}" for n in range(100, 200)]
+    page.locator("#pg-last").click()
+    assert shown_ids(page) == [f"t-{n:03d}" for n in range(300, 350)]
+    assert page.locator("#pg-next").is_disabled()
+    page.locator("#pg-first").click()
+    assert shown_ids(page)[0] == "t-000"
+    # Filters and sorting work on every task, not on the page drawn: 70 passed, on one page.
+    page.locator("#f-status").select_option("passed")
+    assert page.locator("#count").inner_text() == "70 of 350 tasks"
+    assert shown_ids(page) == [f"t-{n:03d}" for n in range(0, 350, 5)]
+    assert page.locator("#pager").is_hidden()
+    page.locator("#f-status").select_option("")
+    page.locator("#f-search").fill("t-34")
+    assert shown_ids(page) == [f"t-{n}" for n in range(340, 350)]
+    page.locator("#f-search").fill("")
+    page.locator("th[data-key='task_id'] button").click()
+    page.locator("th[data-key='task_id'] button").click()
+    assert shown_ids(page)[:2] == ["t-349", "t-348"]
+    assert page.locator("#pg-pos").inner_text().endswith("page 1 of 4")
+    viewer.assert_clean()
+
+
+def test_opening_a_task_adds_its_detail_in_place(tmp_path, open_viewer):
+    viewer = open_viewer(many_tasks(tmp_path, 350))
+    page = viewer.page
+    # A mark on another row's element: it survives only if that row is not drawn again.
+    page.evaluate("() => { document.querySelector('tr.row[data-key=\"7\"]').marked = true; }")
+    detail = viewer.expand("t-000")
+    assert detail.locator(".action").all_inner_texts() == ["click #1"]
+    assert page.evaluate("() => document.querySelector('tr.row').nextElementSibling.className") == "detail"
+    assert viewer.row("t-000").locator(".toggle").get_attribute("aria-expanded") == "true"
+    viewer.row("t-000").click()
+    assert page.locator("tr.detail").count() == 0
+    assert viewer.row("t-000").locator(".toggle").get_attribute("aria-expanded") == "false"
+    assert page.evaluate("() => document.querySelector('tr.row[data-key=\"7\"]').marked") is True
+    viewer.assert_clean()
+
+
+def test_a_link_to_a_task_on_a_later_page_or_filtered_out_opens_it(tmp_path, open_viewer):
+    folder = many_tasks(tmp_path, 350)
+    viewer = open_viewer(folder, "#hand%2Ft-250")
+    page = viewer.page
+    assert page.locator("tr.row.open .task").all_inner_texts() == ["t-250"]
+    assert page.locator("tr.detail .action").all_inner_texts() == ["click #1"]
+    assert page.locator("#pg-pos").inner_text().endswith("page 3 of 4")
+    # A link to a task the filters hide clears them and turns to its page.
+    page.locator("#f-status").select_option("passed")
+    page.evaluate("() => { location.hash = '#hand%2Ft-123'; }")
+    page.locator("tr.row.open .task", has_text="t-123").wait_for()
+    assert page.locator("#count").inner_text() == "350 tasks"
+    assert page.locator("#f-status").input_value() == ""
+    assert page.locator("#pg-pos").inner_text().endswith("page 2 of 4")
+    viewer.assert_clean()
+
+
 def test_markup_everywhere_in_a_run_folder_stays_text(tmp_path, open_viewer):
     evil_step = {"index": 0, "label": "<svg onload=alert(4)>", "reasoning": XSS,
                  "screenshot_path": "javascript:alert(5)", "action": {"type": "click"}}
