@@ -571,7 +571,7 @@ def test_an_oversized_trace_file_is_refused(tmp_path, monkeypatch) -> None:
     big = tmp_path / "big.trace"
     big.write_text('{"event_type": "llm_call"}\n' * 100)
     monkeypatch.setattr(adapters, "MAX_TRACE_BYTES", 1000)
-    with pytest.raises(TraceFormatError, match=r"big.trace: the trace is 2700 bytes; traces may be at most 1000 bytes"):
+    with pytest.raises(TraceFormatError, match=r"big.trace: cannot read the trace: 2700 bytes, more than the 1000"):
         adapters.from_fixtura_trace(big)
 
 

@@ -221,29 +221,42 @@ def task_json(data: Any) -> str:
 _TASK_JSON: Callable[[Any], str] | None = None
 #: A results.jsonl line: plain JSON (no ``default``), keys sorted, no spaces.
 _RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+#: The biggest results.jsonl read back (a few thousand tasks' records are tens of megabytes).
+MAX_RESULTS_BYTES = 1 << 30
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record.
+    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record (not
+    JSON, nested too deep, or a field of the wrong type such as ``"score": "x"``), and naming the
+    file when it cannot be read (missing, not a regular file, too big): compare, baseline and
+    resume refuse it with that one line instead of failing later on the field.
 
     A last line without its newline that is not JSON is the torn end of a write the run could
     not finish (the disk filled, the machine died): it is skipped, and every whole record before
     it is kept."""
+    from pytest_agentbench.record.models import record_problem
+    from pytest_agentbench.untrusted import loads, read_text
+
     path = Path(path)
+    try:
+        lines = read_text(path, MAX_RESULTS_BYTES, errors="replace").split("\n")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     records = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        lines = handle.readlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line)
         except json.JSONDecodeError as exc:
-            if number == len(lines) and not line.endswith("\n"):
-                break  # the torn last line
+            if number == len(lines):
+                break  # the torn last line (a whole file's split ends with the "" after its last newline)
             raise ValueError(f"{path} line {number} is not JSON: {exc.msg}") from None
         if not isinstance(record, dict) or "task_id" not in record or "benchmark" not in record:
             raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
+        problem = record_problem(record)
+        if problem is not None:
+            raise ValueError(f"{path} line {number} is not a valid result record: {problem}")
         records.append(record)
     return records
 

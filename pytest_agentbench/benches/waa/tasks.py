@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_agentbench.model import Task
 from pytest_agentbench.text import one_line
+from pytest_agentbench.untrusted import load_file, loads, read_text
 
 BENCHMARK = "waa"
 #: ``--waa-index`` names and the index files they stand for.
@@ -38,6 +39,8 @@ class WAATaskError(ValueError):
 
 #: The step limit the upstream WAA runner gives every task.
 UPSTREAM_MAX_STEPS = 15
+#: A task or index file larger than this is refused unread (upstream's largest index is about 60 kB).
+MAX_TASK_BYTES = 16 << 20
 
 @dataclass(frozen=True)
 class TaskTree:
@@ -98,7 +101,7 @@ def check_domain(domain: object, where: str) -> str:
 def read_index(path: Path) -> dict[str, list[str]]:
     """``{domain: [stem, ...]}`` from an index file, checked. Duplicate stems are errors."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_file(path, MAX_TASK_BYTES)
     except json.JSONDecodeError as exc:
         raise WAATaskError(f"WAA index {path} is not valid JSON: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -180,7 +183,7 @@ def is_infeasible(data: dict[str, Any]) -> bool:
 def read_task(path: Path, domain: str, stem: str) -> Task:
     """One task file as a ``Task`` with the stem as id and the whole JSON as ``raw_config``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_TASK_BYTES)
     except FileNotFoundError:
         raise WAATaskError(f"WAA task {stem!r} (domain {domain!r}) has no file: {path} does not exist") from None
     except UnicodeDecodeError as exc:
@@ -188,7 +191,7 @@ def read_task(path: Path, domain: str, stem: str) -> Task:
     except OSError as exc:
         raise WAATaskError(f"WAA task file {path} cannot be read: {one_line(exc)}") from None
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise WAATaskError(f"WAA task file {path} is not valid WAA JSON: {exc}") from None
     check_task_json(data, path)

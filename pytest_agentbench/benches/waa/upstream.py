@@ -36,6 +36,7 @@ from typing import Any
 
 from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
 from pytest_agentbench.model import Criterion, Verdict
+from pytest_agentbench.untrusted import load_file
 
 WORKER = Path(__file__).with_name("upstream_worker.py")
 #: Runs the worker by path, so its folder (this package's modules) never lands on ``sys.path``
@@ -163,7 +164,7 @@ class UpstreamEvaluator:
                 raise InfrastructureError(f"upstream's evaluator ({self.python}) gave no result"
                                           + (f": {_tail(stderr)}" if stderr.strip() else ""))
             try:
-                raw = json.loads(out.read_text(encoding="utf-8"))
+                raw = load_file(out)
             except (OSError, ValueError) as exc:
                 raise InfrastructureError(f"upstream's evaluator wrote an unreadable result: {exc}") from exc
         if not isinstance(raw, dict):
