@@ -73,6 +73,7 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Any, cast
 
+from pytest_agentbench import redact
 from pytest_agentbench.agent import Agent, StepEstimate, Usage
 from pytest_agentbench.agents import prices
 from pytest_agentbench.errors import ConfigError
@@ -295,6 +296,7 @@ class ClaudeAgent(Agent):
         self.history_tokens = history_tokens
         self.max_tokens = max_tokens
         self._api_key = api_key
+        redact.register(api_key)  # kept out of every file the run writes, in pieces and encoded too
         self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
                                            max_retries=max_retries, http_client=http_client)
         self._usage = Usage(model=model)
@@ -634,9 +636,8 @@ class ClaudeAgent(Agent):
 
     # -------------------------------------------------------------- secrets
     def _scrub(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "[redacted]")
-        return re.sub(r"sk-ant-[A-Za-z0-9_\-]{4,}", "[redacted]", text)
+        """``text`` without the key: whole, in pieces, reversed or base64-encoded (``redact``)."""
+        return redact.redact(text)
 
     def _redacted(self, action: Action) -> Action:
         """The action with the API key scrubbed from its reason and raw (it is never sent to Claude,

@@ -30,6 +30,7 @@ import pytest
 
 from pytest_agentbench.files import write_atomic
 from pytest_agentbench.record.runfolder import RunFolder, read_results
+from pytest_agentbench.redact import redact
 from pytest_agentbench.untrusted import load_file
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ class Resume:
         path = self.folder.path / REPLACED_FILE
         with path.open("a", encoding="utf-8") as handle:
             for record in self.replaced:
-                handle.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+                handle.write(redact(json.dumps(record, sort_keys=True, separators=(",", ":"))) + "\n")
         write_atomic(self.folder.results_path,
                      "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in self.kept))
 

@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.redact import redact
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -123,7 +125,7 @@ class RunFolder:
         A write the disk cut short (ENOSPC, EDQUOT, EIO) is taken back, so the file keeps only
         whole lines, and raises OSError. Only this process appends, so the size after the last
         whole line is the place to cut back to."""
-        text = _RECORD_JSON(record)
+        text = redact(_RECORD_JSON(record))
         line = (text + "\n").encode("utf-8")
         fd = self._results_fd
         if fd is None:
@@ -197,7 +199,7 @@ class RunFolder:
     def write_task_text(self, path: str | Path, text: str) -> None:
         """A per-task file whose JSON text (``task_json``) was made already."""
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(redact(text))
 
     def write_json(self, path: Path, data: Any) -> None:
         """Write indented JSON through a temporary file and a rename, so readers never see half a
