@@ -41,13 +41,22 @@ _RUN = re.compile(rf"[A-Za-z0-9+/=_\-]{{{PIECE},}}")
 _registered: set[str] = set()
 _pieces: Pieces | None = None
 _pieces_for: tuple[str, ...] | None = None
+_stale = True
 
 
 def register(key: str) -> None:
     """Redact ``key`` (an API key this process holds) from every file written from now on."""
+    global _stale
     key = key.strip()
-    if len(key) >= MIN_KEY:
+    if len(key) >= MIN_KEY and key not in _registered:
         _registered.add(key)
+        _stale = True
+
+
+def refresh() -> None:
+    """Read the environment's keys again at the next write (a run folder is opened: a new run)."""
+    global _stale
+    _stale = True
 
 
 def _known_keys() -> tuple[str, ...]:
@@ -91,22 +100,26 @@ def pieces_of(keys: Iterable[str]) -> Pieces:
 
 
 def _current() -> Pieces:
-    global _pieces, _pieces_for
-    keys = _known_keys()
-    if keys != _pieces_for:
-        _pieces, _pieces_for = pieces_of(keys), keys
-    assert _pieces is not None
+    """This process's pieces, looked up again only at the first write after :func:`register` or
+    :func:`refresh` (reading the environment per write would cost more than the record)."""
+    global _pieces, _pieces_for, _stale
+    if _stale or _pieces is None:
+        keys = _known_keys()
+        if keys != _pieces_for or _pieces is None:
+            _pieces, _pieces_for = pieces_of(keys), keys
+        _stale = False
     return _pieces
 
 
-def _holds(run: str, pieces: Pieces) -> bool:
+def _holds(run: str, pieces: Pieces, *, confirm: bool = True) -> bool:
     """Whether ``run`` holds a ``PIECE``-character piece. A common stretch of 12 characters or
     more holds an 8-character piece starting at a multiple of 4, so only those are looked up
-    first (a quarter of the positions); a hit is confirmed on the 12-character windows around it."""
+    first (a quarter of the positions); a hit is confirmed on the 12-character windows around it
+    (``confirm=False``: the 8-character hit is enough, for a first look at a whole text)."""
     short, long, end = pieces.short, pieces.long, len(run) - PIECE
     for i in range(0, len(run) - _SHORT + 1, _STEP):
-        if run[i:i + _SHORT] in short and any(
-                run[j:j + PIECE] in long for j in range(max(0, i + _SHORT - PIECE), min(i, end) + 1)):
+        if run[i:i + _SHORT] in short and (not confirm or any(
+                run[j:j + PIECE] in long for j in range(max(0, i + _SHORT - PIECE), min(i, end) + 1))):
             return True
     return False
 
@@ -118,8 +131,8 @@ def redact(text: str, pieces: Pieces | None = None) -> str:
     if "sk-ant-" in text:
         text = _ANY_ANTHROPIC.sub(MARK, text)
     pieces = _current() if pieces is None else pieces
-    if not pieces.long:
-        return text
+    if not pieces.long or not _holds(text, pieces, confirm=False):
+        return text  # the usual case: not one piece in the whole text, looked at every 4th character
     def check(match: re.Match[str]) -> str:
         run = match.group()  # a JSON number stays one: a mark there would not be JSON
         return MARK if not run.lstrip("-").isdigit() and _holds(run, pieces) else run

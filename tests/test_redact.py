@@ -49,6 +49,7 @@ def test_any_anthropic_key_goes_even_unknown_and_keys_register(monkeypatch: pyte
     for name in [n for n in list(__import__("os").environ) if n.upper().endswith("API_KEY")]:
         monkeypatch.delenv(name)
     monkeypatch.setattr(redact, "_registered", set())
+    redact.refresh()
     other = "sk-ant-api03-SomeOtherKeyNobodyRegistered"
     assert redact.redact(f"see {other}.") == f"see {redact.MARK}."
     assert redact.redact(f"a piece: {BODY[10:25]}") == f"a piece: {BODY[10:25]}"
@@ -56,6 +57,7 @@ def test_any_anthropic_key_goes_even_unknown_and_keys_register(monkeypatch: pyte
     assert redact.redact(f"a piece: {BODY[10:25]}") == f"a piece: {redact.MARK}"
     monkeypatch.setattr(redact, "_registered", set())
     monkeypatch.setenv("OPENAI_API_KEY", "proj-" + BODY)
+    redact.refresh()  # as opening a run folder does
     assert redact.redact(f"reversed: {BODY[::-1]}") == f"reversed: {redact.MARK}"
     monkeypatch.setenv("SHORT_API_KEY", "x")  # not a key: nothing of it is looked for
     assert redact.redact("x marks the spot") == "x marks the spot"

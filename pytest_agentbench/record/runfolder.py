@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.redact import redact
+from pytest_agentbench.redact import refresh as refresh_keys
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -59,6 +60,7 @@ class RunFolder:
         self._results_size = 0
         self._closer: weakref.finalize[..., Any] | None = None
         self._unlock: weakref.finalize[..., Any] | None = None
+        refresh_keys()  # a new run: the environment's keys are read again at its first write
 
     @classmethod
     def create(cls, results_dir: Path, run_name: str) -> RunFolder:
