@@ -155,9 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   runs (s): {', '.join(f'{r:.3f}' for r in item_runs)}; median {items_s:.3f} s "
               f"-> {args.cases / items_s:,.0f} cases/s, {items_s / args.cases * 1000:.3f} ms per case")
         print(f"   last line: {stdout.strip().splitlines()[-1]}")
-        all_runs, _ = median_run([*pytest_cmd(cases, 0), "--case-failures-shown", "all"], tmp, args.repeat, expected)
+        every = [*pytest_cmd(cases, 0), "--trajectory-failures-shown", "all"]
+        all_runs, _ = median_run(every, tmp, args.repeat, expected)
         all_s = statistics.median(all_runs)
-        print(f"   with --case-failures-shown all (a failure section for each of the {expected.get('failed', 0)} "
+        print(f"   with --trajectory-failures-shown all (a failure section for each of the {expected.get('failed', 0)} "
               f"failing cases, not the default 20): median {all_s:.3f} s, {all_s / items_s:.2f}x the default")
         xdist_s = None
         if args.workers:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_agentbench.record.runfolder import read_results
+from pytest_agentbench.untrusted import file_problem
 
 
 def load_baseline(path: Path) -> dict[str, str]:
@@ -16,8 +17,9 @@ def load_baseline(path: Path) -> dict[str, str]:
     the trials were recorded in; a record repeated for the same trial replaces the earlier one.
     """
     file = path / "results.jsonl" if path.is_dir() else path
-    if not file.exists():
-        raise ValueError(f"{file} does not exist; pass a results.jsonl file or a run folder")
+    problem = file_problem(file)
+    if problem is not None:
+        raise ValueError(f"{file} {problem}; pass a results.jsonl file or a run folder")
     verdicts: dict[str, dict[int, str | None]] = {}
     for record in read_results(file):
         key = f"{record['benchmark']}::{record['task_id']}"

@@ -24,6 +24,7 @@ from typing import Any
 from pytest_agentbench import stats
 from pytest_agentbench.record.runfolder import read_results
 from pytest_agentbench.text import shorten
+from pytest_agentbench.untrusted import file_problem
 
 STATUSES = ("regressed", "improved", "unchanged", "new", "gone")
 #: The comparison's file in the compared run's folder (``--bench-compare``).
@@ -35,8 +36,9 @@ def load_run(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
     """The run's name and records, from a run folder or a results.jsonl. ValueError when unreadable."""
     path = Path(path)
     file = path / "results.jsonl" if path.is_dir() else path
-    if not file.is_file():
-        raise ValueError(f"{file} does not exist; pass a run folder or its results.jsonl")
+    problem = file_problem(file)
+    if problem is not None:
+        raise ValueError(f"{file} {problem}; pass a run folder or its results.jsonl")
     name = path.name if path.is_dir() else (file.parent.name if file.name == "results.jsonl" else file.stem)
     return name, read_results(file)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_agentbench.redact import redact
+
 
 def write_atomic(path: Path, data: str | bytes, *, tmp: Path | None = None, mkdir: bool = False,
                  mode: int = 0o666) -> Path:
@@ -20,7 +22,7 @@ def write_atomic(path: Path, data: str | bytes, *, tmp: Path | None = None, mkdi
     tmp = tmp if tmp is not None else path.with_name(path.name + ".tmp")
     if mkdir:
         path.parent.mkdir(parents=True, exist_ok=True)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
+    payload = redact(data).encode("utf-8") if isinstance(data, str) else data
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     try:

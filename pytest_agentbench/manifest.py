@@ -48,7 +48,14 @@ class Manifest:
 
     @classmethod
     def read(cls, path: str | Path) -> Manifest:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        from pytest_agentbench.untrusted import load_file
+
+        try:
+            data = load_file(path)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read the manifest {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path} is not a pytest-agentbench manifest")
         if data.get("schema") != SCHEMA:
             raise ValueError(f"{path} is not a pytest-agentbench manifest")
         shared = SharedTaskValues()

@@ -625,6 +625,46 @@ def test_missing_api_key_is_a_usage_error(run, monkeypatch):
     assert errors == [errors[0]] and "--bench-agent api-claude needs ANTHROPIC_API_KEY" in errors[0]
 
 
+def echoed_forms(key: str) -> list[str]:
+    """What a model echoing its key would write instead of the key itself: a piece of its body,
+    the key reversed, and its base64 and URL-safe base64 inside longer encoded data."""
+    import base64
+
+    body = key[len("sk-ant-test-"):]
+    return [body[2:16], key[::-1], base64.b64encode(b"token=" + key.encode()).decode(),
+            base64.urlsafe_b64encode(b"k:" + key.encode() + b";").decode()]
+
+
+def leaky_script(request, headers):
+    """``mock_script``, quoting its key in the echoed forms instead of whole."""
+    status, reply_headers, reply = mock_script(request, headers)
+    forms = " ".join(echoed_forms(sent_key(headers)))
+    for block in reply["content"]:
+        if block.get("type") == "text":
+            block["text"] = block["text"].replace(f"(credentials seen: {sent_key(headers)})", f"(seen: {forms})")
+            block["text"] = block["text"].replace("The form is submitted.", f"The form is submitted ({forms}).")
+    return status, reply_headers, reply
+
+
+def test_an_echoed_key_in_pieces_reversed_or_base64_is_in_no_file(run, pytester, claude_env):
+    claude_env(leaky_script)
+    log = pytester.path / "inspect.eval.json"
+    result = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "api-claude", "--bench-inspect-log", str(log))
+    result.assert_outcomes(passed=1)
+    folder = only_run_folder(pytester.path)
+    files = [p for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".html")] + [log]
+    names = {p.name for p in files}
+    assert {"results.jsonl", "summary.json", "viewer.html", log.name} <= names and any(
+        n.endswith(".trajectory.json") for n in names)
+    body = KEY[len("sk-ant-test-"):]
+    for path in files:
+        text = path.read_text()
+        for form in echoed_forms(KEY):
+            assert form not in text, (path, form)
+        assert not [body[i:i + 12] for i in range(len(body) - 11) if body[i:i + 12] in text], path
+    assert "[redacted]" in next(folder.rglob("*.trajectory.json")).read_text()
+
+
 def test_the_key_appears_in_no_output_file_report_or_stream(run, pytester, claude_env):
     claude_env(mock_script)
     junit = pytester.path / "junit.xml"

@@ -417,6 +417,16 @@ def test_one_unparseable_reply_is_a_wait_step_and_the_next_act_says_why(run, pyt
         assert_valid("actRequest", body)
 
 
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_a_reply_nested_too_deep_is_an_unparseable_reply(run, pytester, server, depth):
+    server.faults["/act"] = [Fault(200, "[" * depth + "]" * depth)]
+    run(*http_args(server.url, "--bench-limit", "1", "--bench-run-name", "r")).assert_outcomes(passed=1)
+    (trajectory,) = trajectories(only_run_folder(pytester.path)).values()
+    first = trajectory["steps"][0]["action"]
+    assert first["type"] == "wait" and first["reason"].startswith("unparseable reply: the reply is not JSON")
+    assert [s["action"]["type"] for s in trajectory["steps"]] == ["wait", "click", "done"]
+
+
 def test_two_unparseable_replies_in_a_row_fail_the_item_with_the_raw_reply(run, pytester, server):
     server.faults["/act"] = [Fault(200, {"thought": "hmm"}), Fault(200, {"action": {"type": "click"}})]
     result = run(*http_args(server.url, "--bench-limit", "1", "--bench-run-name", "r"))

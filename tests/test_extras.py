@@ -24,11 +24,13 @@ def test_every_extra_a_hint_names_is_one_the_checkout_defines():
 
     named = set()
     for path in (CHECKOUT / "pytest_agentbench").rglob("*.py"):
-        named.update(re.findall(r"""install_hint\(["'](\w+)["']""", path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
+        named.update(re.findall(r"""install_hint\(["'](\w+)["']""", text))
+        named.update(re.findall(r"""require_sdk\([^)]*["'](\w+)["']\)""", text))  # (module, agent, extra)
     pyproject = (CHECKOUT / "pyproject.toml").read_text(encoding="utf-8")
     section = pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
     defined = set(re.findall(r"^(\w+) = \[", section, re.MULTILINE))
-    assert named >= {"aws", "azure", "ssh", "claude", "browser", "opencomputer"}
+    assert named >= {"aws", "azure", "ssh", "claude", "openai", "browser", "opencomputer"}
     assert named <= defined
 
 

@@ -205,7 +205,7 @@ def test_oversized_task_file_is_refused_unread(tmp_path: Path, monkeypatch: pyte
     path = tmp_path / DRAWIO / "task.json"
     path.parent.mkdir()
     path.write_text(json.dumps(_task()))
-    with pytest.raises(OpenComputerTaskError, match=rf"{path.stat().st_size} bytes, more than the 100 a task file"):
+    with pytest.raises(OpenComputerTaskError, match=rf"{path.stat().st_size} bytes, more than the 100 allowed"):
         read_task(path)
 
 

@@ -89,7 +89,7 @@ def test_a_deeply_nested_agent_script_is_a_usage_error(run, pytester):
 
 @pytest.mark.parametrize("content, message", [
     ("{", "not valid JSON"),
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("[" * 100_000 + "]" * 100_000, "nested more than 200 levels deep"),
     (json.dumps({"steps": "nope"}), "MockMed workflow"),
     (json.dumps([1, 2]), "MockMed workflow"),
 ])

@@ -1,112 +1,84 @@
-"""``--bench-redact-region`` / ``--bench-redact-text``: what the agent sees is blanked, what it did records it."""
+"""Redaction of API keys from what a run writes: the key whole, a piece of its body, the key
+reversed, and its base64 at every alignment, never anything else."""
 
 from __future__ import annotations
 
 import base64
-import io
 import json
 
 import pytest
-from conftest import only_run_folder, results
-from fake_chat import FakeChatAPI, ok
 
-from pytest_agentbench.agents.redact import REPLACEMENT, Redactor, parse_pattern, parse_region
-from pytest_agentbench.benches.mock.bench import ELEMENTS, SCREEN, MockBenchmark
+from pytest_agentbench import redact
 
-
-def _pixel(png: bytes, x: int, y: int) -> tuple[int, ...]:
-    from PIL import Image
-
-    with Image.open(io.BytesIO(png)) as image:
-        return image.convert("RGB").getpixel((x, y))
+KEY = "sk-ant-api03-Zq8rT2vLx0pW7nB4kYc1Hs9dFg3JmU6eQa5RtVi0OyPl"
+PIECES = redact.pieces_of([KEY])
+BODY = KEY[len("sk-ant-api03-"):]
 
 
-def _mock_observation():
-    bench = MockBenchmark()
-    (task,) = bench.list_tasks(limit=1)
-    return bench.reset(task)
+def leaks(text: str) -> list[str]:
+    """The 12-character pieces of the key's body (plain or reversed) still in ``text``."""
+    return [BODY[i:i + 12] for i in range(len(BODY) - 11) if BODY[i:i + 12] in text or BODY[i:i + 12][::-1] in text]
 
 
-SUBMIT = next(e for e in ELEMENTS if e.name == "Submit")
+@pytest.mark.parametrize("form", [
+    KEY, BODY, BODY[5:17], BODY[20:], *(f"{'A' * n}{BODY[7:19]}bbbbb" for n in range(1, 5)),
+    KEY[::-1], BODY[::-1][3:16],
+    *(base64.b64encode(b"x" * n + KEY.encode() + b"tail").decode() for n in range(3)),
+    *(base64.urlsafe_b64encode(b"y" * n + KEY.encode()).decode() for n in range(3)),
+    base64.b64encode(json.dumps({"note": f"the key is {KEY}"}).encode()).decode(),
+], ids=["key", "body", "piece", "tail", "embedded-1", "embedded-2", "embedded-3", "embedded-4", "reversed",
+        "reversed-piece", "b64-0", "b64-1", "b64-2", "url-0", "url-1", "url-2", "b64-in-json"])
+def test_every_form_of_the_key_is_redacted(form: str):
+    text = json.dumps({"reason": f"I found this: {form}, then clicked.", "raw": [form]})
+    out = redact.redact(text, PIECES)
+    assert form not in out and not leaks(out) and out.count(redact.MARK) == 2
+    assert json.loads(out)["reason"] == f"I found this: {redact.MARK}, then clicked."
 
 
-def test_a_region_is_filled_black_and_the_rest_is_untouched():
-    observation = _mock_observation()
-    left, top, right, bottom = SUBMIT.box
-    redacted, report = Redactor([parse_region(f"{left},{top},{right - left},{bottom - top}")], []).apply(observation)
-    centre = ((left + right) // 2, (top + bottom) // 2)
-    assert _pixel(observation.screenshot, *centre) != (0, 0, 0)
-    assert _pixel(redacted.screenshot, *centre) == (0, 0, 0)
-    assert _pixel(redacted.screenshot, right + 5, bottom + 5) == _pixel(observation.screenshot, right + 5, bottom + 5)
-    assert report == {"regions": [[left, top, right, bottom]], "matched_boxes": [], "text_replacements": 0}
-    assert redacted.accessibility_tree == observation.accessibility_tree
+def test_text_without_the_key_is_left_alone():
+    text = json.dumps({"trajectory": "tasks/mock/mock_chrome_001.trajectory.json", "short": BODY[:11],
+                       "other": base64.b64encode(b"an unrelated blob of data, long enough").decode(),
+                       "words": "Zq8rT2vLx0p is eleven characters of it"})
+    assert redact.redact(text, PIECES) == text
+    assert redact.redact(text, redact.NONE) == text
+    number = json.dumps({"n": int("9" + "".join(c for c in BODY if c.isdigit()) * 3)})  # a number stays JSON
+    assert json.loads(redact.redact(number, redact.pieces_of(["".join(c for c in BODY if c.isdigit()) * 3])))
 
 
-def test_a_text_match_is_replaced_in_the_tree_and_its_box_blanked():
-    observation = _mock_observation()
-    redacted, report = Redactor([], [parse_pattern("subm[a-z]+")]).apply(observation)
-    names = [c["name"] for c in redacted.accessibility_tree["children"]]
-    assert REPLACEMENT in names and "Submit" not in names
-    assert "Submit" in [c["name"] for c in observation.accessibility_tree["children"]]  # the original is kept
-    assert report["matched_boxes"] == [list(SUBMIT.box)] and report["text_replacements"] == 1
-    left, top, right, bottom = SUBMIT.box
-    assert _pixel(redacted.screenshot, (left + right) // 2, (top + bottom) // 2) == (0, 0, 0)
+def test_any_anthropic_key_goes_even_unknown_and_keys_register(monkeypatch: pytest.MonkeyPatch):
+    for name in [n for n in list(__import__("os").environ) if n.upper().endswith("API_KEY")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(redact, "_registered", set())
+    redact.refresh()
+    other = "sk-ant-api03-SomeOtherKeyNobodyRegistered"
+    assert redact.redact(f"see {other}.") == f"see {redact.MARK}."
+    assert redact.redact(f"a piece: {BODY[10:25]}") == f"a piece: {BODY[10:25]}"
+    redact.register(KEY)
+    assert redact.redact(f"a piece: {BODY[10:25]}") == f"a piece: {redact.MARK}"
+    monkeypatch.setattr(redact, "_registered", set())
+    monkeypatch.setenv("OPENAI_API_KEY", "proj-" + BODY)
+    redact.refresh()  # as opening a run folder does
+    assert redact.redact(f"reversed: {BODY[::-1]}") == f"reversed: {redact.MARK}"
+    monkeypatch.setenv("SHORT_API_KEY", "x")  # not a key: nothing of it is looked for
+    assert redact.redact("x marks the spot") == "x marks the spot"
 
 
-@pytest.mark.parametrize(("parse", "text", "match"), [
-    (parse_region, "0,0,10", "X,Y,W,H in screen pixels"),
-    (parse_region, "0,0,0,5", "has no area"),
-    (parse_region, "-1,0,5,5", "X,Y,W,H in screen pixels"),
-    (parse_pattern, "(", "is not a regular expression"),
-    (parse_pattern, " ", "non-empty regular expression"),
-])
-def test_bad_rules_name_the_fix(parse, text, match):
-    with pytest.raises(ValueError, match=match):
-        parse(text)
+def test_run_files_are_redacted_where_they_are_written(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    from pytest_agentbench.files import write_atomic
+    from pytest_agentbench.record.runfolder import RunFolder
+    from pytest_agentbench.record.streamed import json_pieces, write_text_pieces
 
-
-def test_bad_rules_are_usage_errors_at_configure_time(run):
-    result = run("--bench=mock", "--bench-agent", "mock", "--bench-redact-region", "0,0,10")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--bench-redact-region must be X,Y,W,H" in result.stderr.str()
-
-
-def test_the_agent_sees_the_redacted_tree_and_the_record_says_so(run, pytester):
-    """The mock agent looks for "Submit" in the tree: blanked, it cannot find it, so the item fails,
-    and the step's action records what was blanked."""
-    result = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "mock", "--bench-redact-text", "submit")
-    result.assert_outcomes(failed=1)
-    folder = only_run_folder(pytester.path)
-    trajectory = json.loads(next((folder / "tasks" / "mock").glob("*.trajectory.json")).read_text())
-    (step,) = trajectory["steps"]
-    assert step["action"]["type"] == "fail" and step["action"]["reason"] == "no Submit button on screen"
-    assert step["action"]["raw"]["redaction"]["text_replacements"] == 1
-
-
-def test_a_model_agent_gets_the_blanked_screenshot(run, pytester):
-    """api-vlm against the fake endpoint: the Submit region arrives black; the record keeps the original."""
-    left, top, right, bottom = SUBMIT.box
-    seen: list[tuple[int, ...]] = []
-
-    def script(request, headers):
-        from PIL import Image
-
-        if any(m["role"] == "assistant" for m in request["messages"]):
-            return ok('{"type": "done"}')
-        url = request["messages"][-1]["content"][-1]["image_url"]["url"]
-        with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as image:
-            width, height = image.size
-            x, y = (left + right) / 2 * width / SCREEN[0], (top + bottom) / 2 * height / SCREEN[1]
-            seen.append(image.convert("RGB").getpixel((round(x), round(y))))
-        return ok(f'{{"type": "click", "x": {round(x)}, "y": {round(y)}}}')
-
-    with FakeChatAPI(script) as fake:
-        result = run("--bench=mock", "--bench-limit", "1", "--bench-agent", "api-vlm", "--bench-agent-url", fake.url,
-                     "--bench-agent-model", "m", "--bench-agent-dialect", "json", "--bench-redact-region",
-                     f"{left},{top},{right - left},{bottom - top}", "--bench-screenshots", "on")
-    result.assert_outcomes(passed=1)  # the click still lands: coordinates are the screen's
-    assert seen == [(0, 0, 0)]
-    folder = only_run_folder(pytester.path)
-    assert results(folder)[0]["success"]
-    trajectory = json.loads(next((folder / "tasks" / "mock").glob("*.trajectory.json")).read_text())
-    assert trajectory["steps"][0]["action"]["raw"]["redaction"]["regions"] == [[left, top, right, bottom]]
+    monkeypatch.setattr(redact, "_registered", set())
+    redact.register(KEY)
+    echoed = {"reason": f"reversed {KEY[::-1]}", "raw": base64.b64encode(b"ab" + KEY.encode()).decode()}
+    folder = RunFolder.create(tmp_path, "run")
+    line = folder.append_result({"task_id": "t", "benchmark": "b", **echoed})
+    folder.write_task_json(folder.path / "t.trajectory.json", {"steps": [echoed]})
+    write_atomic(folder.path / "log.json", json.dumps(echoed))
+    write_text_pieces(folder.path / "summary.json", json_pieces({"tasks": [echoed]}))
+    folder.close()
+    assert not leaks(line)
+    for path in folder.path.iterdir():
+        if path.is_file() and path.name != ".lock":
+            text = path.read_text()
+            assert redact.MARK in text and not leaks(text), path

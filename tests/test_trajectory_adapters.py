@@ -492,15 +492,15 @@ DEEP = "[" * 100_000 + "]" * 100_000  # deeper than the JSON reader's recursion 
 def test_json_nested_too_deeply_for_the_reader_is_named_not_a_recursion_error(tmp_path) -> None:
     deep = tmp_path / "deep.trace"
     deep.write_text('{"event_type": "tool_call", "arguments": ' + DEEP + "}\n")
-    with pytest.raises(TraceFormatError, match=r"deep\.trace:1: not a JSON line \(nested too deeply to read"):
+    with pytest.raises(TraceFormatError, match=r"deep\.trace:1: not a JSON line \(nested more than 200 levels deep"):
         from_fixtura_trace(deep)
     record = tmp_path / "deep.trajectory.json"
     record.write_text('{"schema": "pytest-agentbench/trajectory/v1", "steps": ' + DEEP + "}")
-    with pytest.raises(TraceFormatError, match=r"deep\.trajectory\.json: not a JSON file \(nested too deeply to read"):
+    with pytest.raises(TraceFormatError, match=r"deep\.trajectory\.json: not a JSON file \(nested more than 200"):
         from_run_record(record)
     call = from_openai_messages([{"role": "assistant", "tool_calls": [
         {"id": "1", "function": {"name": "a", "arguments": DEEP}}]}]).steps[0]
-    assert call.tool_args is None and call.error.startswith("tool arguments are not valid JSON: nested too deeply")
+    assert call.tool_args is None and call.error.startswith("tool arguments are not valid JSON: nested more than 200")
     # a value that deep built in Python shows as a placeholder where it is shown as text
     value: object = "x"
     for _ in range(100_000):
@@ -716,7 +716,7 @@ def test_an_oversized_trace_file_is_refused(tmp_path, monkeypatch) -> None:
     big = tmp_path / "big.trace"
     big.write_text('{"event_type": "llm_call"}\n' * 100)
     monkeypatch.setattr(adapters, "MAX_TRACE_BYTES", 1000)
-    with pytest.raises(TraceFormatError, match=r"big.trace: the trace is 2700 bytes; traces may be at most 1000 bytes"):
+    with pytest.raises(TraceFormatError, match=r"big.trace: cannot read the trace: 2700 bytes, more than the 1000"):
         adapters.from_fixtura_trace(big)
 
 

@@ -355,8 +355,8 @@ def test_the_gate_ignores_runs_without_trajectory_items(project, run):
     (("--trajectory-min", "1.5"), "", "*--trajectory-min must be between 0 and 1, got '1.5'*"),
     (("--trajectory-min", "high"), "", "*--trajectory-min must be a score between 0 and 1, such as 0.8, got 'high'*"),
     ((), "agentbench_trajectory_min = lots", "*ini agentbench_trajectory_min: --trajectory-min must be a score*"),
-    (("--case-failures-shown", "some"), "", "*--case-failures-shown must be a whole number of cases or 'all'*"),
-    ((), "agentbench_case_failures_shown = -1", "*agentbench_case_failures_shown*--case-failures-shown must be*"),
+    (("--trajectory-failures-shown", "some"), "", "*--trajectory-failures-shown must be a whole number of cases*"),
+    ((), "agentbench_trajectory_failures_shown = -1", "*agentbench_trajectory_failures_shown*shown must be*"),
 ])
 def test_a_bad_gate_or_failure_limit_value_is_a_usage_error(project, run, args, ini, message):
     project.makeini(f"[pytest]\n{ini}\n")
@@ -427,7 +427,7 @@ def test_a_bad_adapter_input_is_an_error_naming_the_file(project, run):
     (folder / "d.trace.json").write_text('{"task_id": "d", "actual_state": ' + "[" * 50_000 + "]" * 50_000 + "}")
     result = run("c")
     result.assert_outcomes(errors=3)
-    result.stdout.fnmatch_lines(["c/d.trace.json:1:1: trace file is not valid JSON (nested too deeply to read)"])
+    result.stdout.fnmatch_lines(["c/d.trace.json:1:*: trace file is not valid JSON (nested more than 200 levels deep)"])
     assert "RecursionError" not in result.stdout.str()
     result.stdout.fnmatch_lines(["c/w.trace:1: not a JSON line (*)"])
     result.stdout.fnmatch_lines([("c/l.langchain.json: run 'agent' has no 'child_runs': run.model_dump() leaves a "
@@ -472,7 +472,7 @@ def test_not_json_raises_with_the_line(tmp_path):
         read_case_file(path)
     # nested deeper than the JSON reader goes: named, not a RecursionError out of collection
     path.write_text('{"task_id": "x", "expected_final_state": {"k": ' + "[" * 50_000 + "]" * 50_000 + "}}")
-    with pytest.raises(CaseSyntaxError, match=r"x.case.json:1:1: not valid JSON \(nested too deeply to read\)"):
+    with pytest.raises(CaseSyntaxError, match=r"x.case.json:1:\d+: not valid JSON \(nested more than 200 levels"):
         read_case_file(path)
 
 
@@ -630,17 +630,17 @@ def test_failing_cases_past_the_limit_are_left_out_of_the_failure_summary_only(t
     result = run_sub("c", "--junitxml=junit.xml", *workers)
     result.assert_outcomes(failed=23, passed=1)
     assert len(sections(result)) == 20
-    result.stdout.fnmatch_lines(["3 more failing cases are not shown in full above (--case-failures-shown 20)*"])
+    result.stdout.fnmatch_lines(["3 more failing cases are not shown in full above (--trajectory-failures-shown 20; *"])
     assert len([line for line in result.outlines if line.startswith("FAILED c/bad")]) == 23  # the short summary
     failures = ET.parse(toys.path / "junit.xml").getroot().iter("failure")
     assert len([f for f in failures if "toy_a says False" in (f.text or "")]) == 23  # every report whole
 
 
 @pytest.mark.parametrize(("args", "ini", "shown", "note"), [
-    (("--case-failures-shown", "all"), "", 5, False),
-    (("--case-failures-shown", "0"), "", 0, True),
-    ((), "agentbench_case_failures_shown = 2", 2, True),
-    (("--tb=no",), "agentbench_case_failures_shown = 2", 0, False),
+    (("--trajectory-failures-shown", "all"), "", 5, False),
+    (("--trajectory-failures-shown", "0"), "", 0, True),
+    ((), "agentbench_trajectory_failures_shown = 2", 2, True),
+    (("--tb=no",), "agentbench_trajectory_failures_shown = 2", 0, False),
 ])
 def test_the_failure_summary_limit_is_an_option_and_an_ini_key(toys, run, args, ini, shown, note):
     toys.makeini(f"[pytest]\n{ini}\n")

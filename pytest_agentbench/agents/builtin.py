@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.agent import Agent
+from pytest_agentbench.untrusted import loads, read_text
 
 if TYPE_CHECKING:
     from pytest_agentbench.model import Action, Observation, Task
@@ -101,14 +102,16 @@ def load_script(path: str | Path) -> dict[str, list[Action]]:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
+        text = read_text(path)
+        data = loads(text)
     except FileNotFoundError:
         raise ScriptError(f"agent script {path} does not exist") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except OSError as exc:
+        raise ScriptError(f"agent script {path} cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"agent script {path} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
         raise ScriptError(f"agent script {path} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ScriptError(f"agent script {path} is nested too deeply to be a script") from None
     if not isinstance(data, dict):
         raise ScriptError(f"agent script {path} must be a JSON object mapping task ids to action lists")
     scripts: dict[str, list[Action]] = {}

@@ -81,6 +81,7 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Any, cast
 
+from pytest_agentbench import redact
 from pytest_agentbench.agent import StepEstimate, Usage
 from pytest_agentbench.agents import prices, replies
 from pytest_agentbench.agents.sdk import SDKAgent, require_sdk
@@ -313,6 +314,7 @@ class ClaudeAgent(SDKAgent):
         self.history_tokens = history_tokens
         self.max_tokens = max_tokens
         self._api_key = api_key
+        redact.register(api_key)  # kept out of every file the run writes, in pieces and encoded too
         self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
                                            max_retries=max_retries, http_client=http_client)
         self._usage = Usage(model=model)
@@ -679,9 +681,8 @@ class ClaudeAgent(SDKAgent):
 
     # -------------------------------------------------------------- secrets
     def _scrub(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "[redacted]")
-        return re.sub(r"sk-ant-[A-Za-z0-9_\-]{4,}", "[redacted]", text)
+        """``text`` without the key: whole, in pieces, reversed or base64-encoded (``redact``)."""
+        return redact.redact(text)
 
     def _redacted(self, action: Action) -> Action:
         """The action with the API key scrubbed from its reason and raw (it is never sent to Claude,

@@ -27,7 +27,6 @@ ends the episode with an ``error`` action whose ``raw`` holds the reply.
 from __future__ import annotations
 
 import base64
-import json
 import math
 import time
 import uuid
@@ -44,6 +43,7 @@ from pytest_agentbench.images import png_size
 from pytest_agentbench.infra.retry import call_with_retries
 from pytest_agentbench.model import Action
 from pytest_agentbench.settings import settings_of
+from pytest_agentbench.untrusted import loads
 
 if TYPE_CHECKING:
     from pytest_agentbench.model import Observation, Task
@@ -255,7 +255,7 @@ class HttpAgent(Agent):
     def _parse(self, response: httpx.Response) -> Action:
         text = response.text
         try:
-            data = json.loads(text)
+            data = loads(text)
         except ValueError:
             raise _BadReply(f"the reply is not JSON: {_first_line(text, 80)!r}", text[:MAX_RAW_CHARS]) from None
         raw = data if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS]

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import tenacity
 
+from pytest_agentbench import redact
 from pytest_agentbench.agent import Usage
 from pytest_agentbench.agents import replies
 from pytest_agentbench.agents.claude import declared_size, key_name, resize_png
@@ -173,6 +174,7 @@ class OpenAIComputerAgent(SDKAgent):
         self.max_output_tokens = max_output_tokens
         self.sleep = time.sleep
         self._api_key = api_key
+        redact.register(api_key)  # kept out of every file the run writes, in pieces and encoded too
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0,
                                      http_client=http_client)
         self._usage = Usage(model=model)
@@ -404,9 +406,9 @@ class OpenAIComputerAgent(SDKAgent):
 
     # -------------------------------------------------------------- secrets
     def _scrub(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "[redacted]")
-        return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", "[redacted]", text)
+        """``text`` without the key: whole, in pieces, reversed or base64-encoded (``redact``),
+        nor anything shaped like an OpenAI key."""
+        return re.sub(r"sk-[A-Za-z0-9_\-]{8,}", redact.MARK, redact.redact(text))
 
     def _scrubbed(self, action: Action) -> Action:
         dumped = action.model_dump_json()

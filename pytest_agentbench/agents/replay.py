@@ -26,6 +26,7 @@ from pytest_agentbench.agent import Agent
 from pytest_agentbench.json_position import json_line
 from pytest_agentbench.model import Action, Observation, Task
 from pytest_agentbench.settings import settings_of
+from pytest_agentbench.untrusted import loads, read_text
 
 if TYPE_CHECKING:
     from pytest_agentbench.settings import Settings
@@ -294,17 +295,17 @@ def load_workflow(path: str | Path, source: str | None = None) -> Workflow:
     path = Path(path)
     source = source or f"workflow {path}"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise WorkflowError(f"{source} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise WorkflowError(f"{source} cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise WorkflowError(f"{source} cannot be read: {exc}") from None
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise WorkflowError(f"{source} line {exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-    except RecursionError:
-        raise WorkflowError(f"{source}: nested too deeply to be a workflow") from None
     return validate_workflow(data, text, source)
 
 

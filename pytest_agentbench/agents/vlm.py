@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
+from pytest_agentbench import redact
 from pytest_agentbench.agent import Usage
 from pytest_agentbench.agents.claude import declared_size, key_name, resize_png
 from pytest_agentbench.agents.openai_computer import request_json
@@ -509,6 +510,8 @@ class VLMAgent(SDKAgent):
         self.keep_images, self.max_turns, self.max_tokens = keep_images, max_turns, max_tokens
         self.sleep = time.sleep
         self._api_key = api_key
+        if api_key != "EMPTY":
+            redact.register(api_key)  # kept out of every file the run writes, in pieces and encoded too
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
         self._usage = Usage(model=model)
         self.reset()
@@ -620,9 +623,8 @@ class VLMAgent(SDKAgent):
             self._usage.cost_usd += float(cost)
 
     def _scrub(self, text: str) -> str:
-        if self._api_key and self._api_key != "EMPTY":
-            text = text.replace(self._api_key, "[redacted]")
-        return text
+        """``text`` without the endpoint's key: whole, in pieces, reversed or base64 (``redact``)."""
+        return redact.redact(text)
 
 
 def make_agent(settings: Settings | None) -> VLMAgent:

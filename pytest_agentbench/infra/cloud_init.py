@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.extras import install_hint
+from pytest_agentbench.untrusted import InputTooBig, read_text
 
 #: ``type base64 [comment]`` on one line: the shape of an OpenSSH public key.
 _PUBLIC_KEY = re.compile(r"(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) "
@@ -74,9 +75,9 @@ def read_public_key(private_path: Path) -> str:
     (then the private half stays in the user's SSH agent)."""
     pub = private_path if private_path.suffix == ".pub" else private_path.with_name(private_path.name + ".pub")
     try:
-        if pub.stat().st_size > MAX_PUBLIC_KEY:
-            raise KeySetupError(f"--pool-ssh-key {private_path}: {pub} is too big to be an OpenSSH public key")
-        text = pub.read_text(encoding="utf-8").strip()
+        text = read_text(pub, MAX_PUBLIC_KEY).strip()
+    except InputTooBig:
+        raise KeySetupError(f"--pool-ssh-key {private_path}: {pub} is too big to be an OpenSSH public key") from None
     except (OSError, UnicodeDecodeError):
         raise KeySetupError(f"--pool-ssh-key {private_path}: its public key {pub} cannot be read; "
                         f"create it with ssh-keygen -y -f {private_path} > {pub}") from None

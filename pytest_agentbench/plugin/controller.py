@@ -76,7 +76,7 @@ class RunController:
         if config.option.collectonly or self.state.manifest is None or not self.state.manifest.suites:
             return  # nothing to play (only suite benchmarks, which keep their own records)
         self._session = session
-        from pytest_agentbench.plugin.resume import record_identity, resumed_folder
+        from pytest_agentbench.plugin.resume import RUN_FILE, record_identity, resumed_folder
 
         folder = resumed_folder(self, config)  # --bench-resume RUN: RUN's folder, its final records kept
         self.resumed = folder is not None
@@ -88,11 +88,13 @@ class RunController:
         self.state.run_folder = folder
         #: a folder this run made (not --bench-resume's): removed again when no item was selected
         self.fresh_folder = not self.resumed
-        try:
-            self.state.manifest.write(folder.manifest_path)
+        target = folder.manifest_path
+        try:  # a full disk (or a read-only one) here is one usage line naming the file, not an INTERNALERROR
+            self.state.manifest.write(target)
+            target = folder.path / RUN_FILE
+            record_identity(self, config, folder)
         except OSError as exc:
-            raise pytest.UsageError(f"cannot write {folder.manifest_path}: {_os_error(exc)}") from None
-        record_identity(self, config, folder)
+            raise pytest.UsageError(f"cannot write {target}: {_os_error(exc)}") from None
 
     def _player(self, agent: str) -> str:
         """Who plays the run, for its folder name: the ``--bench-agent`` agent, unless every benchmark

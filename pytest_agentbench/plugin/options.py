@@ -508,8 +508,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--trajectory-min", "trajectory_min", "fail the run when the mean score of the evaluated trajectory "
            "metrics, over every *.case.json item that ran, is below SCORE (0..1).", "agentbench-trajectory",
            parse=_lazy("pytest_agentbench.plugin.trajectory", "parse_min"), metavar="SCORE"),
-    Option("--case-failures-shown", "case_failures_shown", "show at most N failing *.case.json items in full in "
-           "pytest's failure summary (default 20; 'all'): the rest are in the short summary, JUnit XML and "
+    Option("--trajectory-failures-shown", "trajectory_failures_shown", "show at most N failing *.case.json items "
+           "in full in pytest's failure summary (default 20; 'all'): the rest are in the short summary, JUnit XML and "
            "pytest-html, and pytest's summary costs failures x items.", "agentbench-trajectory",
            parse=_lazy("pytest_agentbench.plugin.trajectory", "parse_shown"), metavar="N|all"),
     # -- trials, comparison, resuming ------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ import pytest
 
 from pytest_agentbench.files import write_atomic
 from pytest_agentbench.record.runfolder import RunFolder, read_results
+from pytest_agentbench.redact import redact
+from pytest_agentbench.untrusted import load_file
 
 if TYPE_CHECKING:
     from pytest_agentbench.manifest import Manifest
@@ -109,12 +111,16 @@ class Resume:
         new = identity(state, manifest, trials, seed)
         run_file = self.folder.path / RUN_FILE
         try:
-            old = json.loads(run_file.read_text(encoding="utf-8"))
+            old = load_file(run_file)
         except FileNotFoundError:
             raise pytest.UsageError(f"{flag}: the run has no {RUN_FILE} (it was not started by a version that "
                                     "records its selection); start a new run instead") from None
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            raise pytest.UsageError(f"{flag}: cannot read {run_file}: {exc.strerror or exc}") from None
+        except ValueError as exc:
             raise pytest.UsageError(f"{flag}: cannot read {run_file}: {exc}") from None
+        if not isinstance(old, dict):
+            raise pytest.UsageError(f"{flag}: {run_file} is not a run file (a JSON object); start a new run instead")
         problem = mismatch(old, new)
         if problem:
             raise pytest.UsageError(f"{flag}: this selection is not that run's ({problem}); "
@@ -137,7 +143,7 @@ class Resume:
         path = self.folder.path / REPLACED_FILE
         with path.open("a", encoding="utf-8") as handle:
             for record in self.replaced:
-                handle.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+                handle.write(redact(json.dumps(record, sort_keys=True, separators=(",", ":"))) + "\n")
         write_atomic(self.folder.results_path,
                      "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in self.kept))
 

@@ -47,7 +47,7 @@ NOT_EVALUATED = "not evaluated"
 #: Scores are compared with this tolerance, so a mean shown as 0.800 meets a threshold of 0.8
 #: (2.4 / 3 is 0.7999999999999999 in floating point).
 TOLERANCE = 1e-9
-#: Failing cases pytest's failure summary shows in full by default (``--case-failures-shown``).
+#: Failing cases pytest's failure summary shows in full by default (``--trajectory-failures-shown``).
 FAILURES_SHOWN = 20
 
 
@@ -66,13 +66,13 @@ def parse_min(text: str) -> float:
 
 
 def parse_shown(text: str) -> int:
-    """``--case-failures-shown``: a whole number, or ``all`` (every one: ``sys.maxsize``)."""
+    """``--trajectory-failures-shown``: a whole number, or ``all`` (every one: ``sys.maxsize``)."""
     raw = str(text).strip().lower()
     if raw == "all":
         return sys.maxsize
     if not raw.isdigit():
         raise argparse.ArgumentTypeError(
-            f"--case-failures-shown must be a whole number of cases or 'all', such as 20, got {text!r}")
+            f"--trajectory-failures-shown must be a whole number of cases or 'all', such as 20, got {text!r}")
     return int(raw)
 
 
@@ -322,7 +322,7 @@ class TrajectoryReporter:
         self.payloads = reporting.Payloads(PAYLOAD_ATTR)
         self.gate_line: str | None = None
         self.gate_failed = False
-        shown = config.getoption("case_failures_shown", None)
+        shown = config.getoption("trajectory_failures_shown", None)
         self.sections = FailureSections(FAILURES_SHOWN if shown is None else int(shown))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -354,7 +354,7 @@ class TrajectoryReporter:
         hidden = self.sections.restore()
         if hidden:
             lines.append(f"{hidden} more failing case{'s are' if hidden > 1 else ' is'} not shown in full above "
-                         f"(--case-failures-shown {self.sections.shown}; 'all' costs failures x items); "
+                         f"(--trajectory-failures-shown {self.sections.shown}; 'all' costs failures x items); "
                          "the short summary lists each, --junitxml and pytest-html keep each report whole.")
         reporting.write_block(tr, "trajectory checks", lines)
         if self.gate_line:

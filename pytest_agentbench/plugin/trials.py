@@ -25,6 +25,7 @@ import pytest
 
 from pytest_agentbench.plugin.bridge import settings_for, usage_errors
 from pytest_agentbench.settings import from_settings, option
+from pytest_agentbench.untrusted import file_problem
 
 if TYPE_CHECKING:
     from pytest_agentbench.record.runfolder import RunFolder
@@ -38,8 +39,9 @@ def _run_path(text: str) -> Path:
     """``--bench-compare``: a run folder or a results.jsonl; it must exist now, not after an hour of episodes."""
     path = Path(text)
     file = path / "results.jsonl" if path.is_dir() else path
-    if not file.is_file():
-        raise ValueError(f"--bench-compare {text}: {file} does not exist; pass a run folder or its results.jsonl")
+    problem = file_problem(file)
+    if problem is not None:
+        raise ValueError(f"--bench-compare {text}: {file} {problem}; pass a run folder or its results.jsonl")
     return path
 
 

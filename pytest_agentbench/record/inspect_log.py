@@ -31,6 +31,7 @@ from typing import Any
 
 from pytest_agentbench import metrics as m
 from pytest_agentbench.files import write_atomic
+from pytest_agentbench.untrusted import load_file
 
 #: Inspect's eval log format version written here.
 LOG_VERSION = 2
@@ -351,7 +352,7 @@ def _trajectory_lookup(source: TrajectorySource) -> Callable[[Mapping[str, Any]]
         if not relative:
             return None
         try:
-            data = json.loads((folder / str(relative)).read_text(encoding="utf-8"))
+            data = load_file(folder / str(relative))
         except (OSError, ValueError):
             return None  # a missing or broken trajectory costs the sample its messages, not the log
         return data if isinstance(data, dict) else None
@@ -364,7 +365,7 @@ def _manifest_tasks(source: TrajectorySource) -> dict[tuple[str, str], Mapping[s
     if source is None or callable(source):
         return {}
     try:
-        manifest = json.loads((Path(source) / "manifest.json").read_text(encoding="utf-8"))
+        manifest = load_file(Path(source) / "manifest.json")
     except (OSError, ValueError):
         return {}
     suites = manifest.get("suites") if isinstance(manifest, dict) else None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from pytest_agentbench.model import Action, Criterion, ErrorType, Task, Verdict
@@ -131,6 +131,40 @@ class ResultRecord(_Record):
         "Present when a rerun plugin (pytest-rerunfailures' --reruns) played the item more than once: every attempt "
         "in order, the last being this record's own. Earlier attempts' files carry an .attempt-<n> suffix, so none "
         "overwrites another's."))
+
+
+#: What a reader of results.jsonl (compare, baseline, resume, the viewer) may rely on: every key
+#: it finds has its ResultRecord type, strictly (no "0.5" for a number); keys may be missing or
+#: null (records written by hand or by older versions leave some out), and unknown keys are kept.
+#: Built once, on first use, from ResultRecord's own fields, so the two cannot drift apart.
+_READ_BACK: type[BaseModel] | None = None
+
+
+def record_problem(record: Any) -> str | None:
+    """Why ``record`` (one parsed results.jsonl line) cannot be read back as a result record, in a
+    few words naming the field (``'score': Input should be a valid number``); None when it can."""
+    global _READ_BACK
+    if not isinstance(record, dict):
+        return f"a record is a JSON object, not {type(record).__name__}"
+    if _READ_BACK is None:
+        annotated: Any = Annotated  # subscripted with a tuple built here, which mypy cannot follow
+        fields: dict[str, Any] = {}
+        for name, info in ResultRecord.model_fields.items():
+            parts: Any = (info.annotation, *info.metadata)
+            typed: Any = annotated[parts] if info.metadata else info.annotation
+            key = info.alias or name
+            required = key == "task_id"
+            fields[name] = (typed if required else typed | None, Field(... if required else None, alias=key))
+        _READ_BACK = create_model("ReadBackRecord", __config__=ConfigDict(extra="allow", populate_by_name=False),
+                                  **fields)
+    try:
+        _READ_BACK.model_validate(record, strict=True)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False, include_input=False)[0]
+        # the field's path, without the names pydantic gives the members of a union it tried
+        where = ".".join(str(part) for part in error["loc"] if isinstance(part, int) or part.isidentifier())
+        return f"{where!r}: {error['msg']}"
+    return None
 
 
 # -- trajectory.json -------------------------------------------------------------------------------

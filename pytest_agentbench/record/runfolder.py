@@ -27,6 +27,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.redact import redact
+from pytest_agentbench.redact import refresh as refresh_keys
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -57,6 +60,7 @@ class RunFolder:
         self._results_size = 0
         self._closer: weakref.finalize[..., Any] | None = None
         self._unlock: weakref.finalize[..., Any] | None = None
+        refresh_keys()  # a new run: the environment's keys are read again at its first write
 
     @classmethod
     def create(cls, results_dir: Path, run_name: str) -> RunFolder:
@@ -123,7 +127,7 @@ class RunFolder:
         A write the disk cut short (ENOSPC, EDQUOT, EIO) is taken back, so the file keeps only
         whole lines, and raises OSError. Only this process appends, so the size after the last
         whole line is the place to cut back to."""
-        text = _RECORD_JSON(record)
+        text = redact(_RECORD_JSON(record))
         line = (text + "\n").encode("utf-8")
         fd = self._results_fd
         if fd is None:
@@ -197,7 +201,7 @@ class RunFolder:
     def write_task_text(self, path: str | Path, text: str) -> None:
         """A per-task file whose JSON text (``task_json``) was made already."""
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(redact(text))
 
     def write_json(self, path: Path, data: Any) -> None:
         """Write indented JSON through a temporary file and a rename, so readers never see half a
@@ -221,29 +225,42 @@ def task_json(data: Any) -> str:
 _TASK_JSON: Callable[[Any], str] | None = None
 #: A results.jsonl line: plain JSON (no ``default``), keys sorted, no spaces.
 _RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+#: The biggest results.jsonl read back (a few thousand tasks' records are tens of megabytes).
+MAX_RESULTS_BYTES = 1 << 30
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record.
+    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record (not
+    JSON, nested too deep, or a field of the wrong type such as ``"score": "x"``), and naming the
+    file when it cannot be read (missing, not a regular file, too big): compare, baseline and
+    resume refuse it with that one line instead of failing later on the field.
 
     A last line without its newline that is not JSON is the torn end of a write the run could
     not finish (the disk filled, the machine died): it is skipped, and every whole record before
     it is kept."""
+    from pytest_agentbench.record.models import record_problem
+    from pytest_agentbench.untrusted import loads, read_text
+
     path = Path(path)
+    try:
+        lines = read_text(path, MAX_RESULTS_BYTES, errors="replace").split("\n")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     records = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        lines = handle.readlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line)
         except json.JSONDecodeError as exc:
-            if number == len(lines) and not line.endswith("\n"):
-                break  # the torn last line
+            if number == len(lines):
+                break  # the torn last line (a whole file's split ends with the "" after its last newline)
             raise ValueError(f"{path} line {number} is not JSON: {exc.msg}") from None
         if not isinstance(record, dict) or "task_id" not in record or "benchmark" not in record:
             raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
+        problem = record_problem(record)
+        if problem is not None:
+            raise ValueError(f"{path} line {number} is not a valid result record: {problem}")
         records.append(record)
     return records
 

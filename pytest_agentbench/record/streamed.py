@@ -16,6 +16,8 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_agentbench.redact import redact
+
 #: The write buffer: the many small pieces of a page cost few system calls, and the buffer,
 #: allocated whole, stays small beside the run's records.
 BUFFER = 64 * 1024
@@ -41,8 +43,8 @@ def replacing(path: Path, *, tmp: Path | None = None, mode: int = 0o666) -> Iter
 def write_text_pieces(path: Path, pieces: Iterable[str], *, tmp: Path | None = None, mode: int = 0o666) -> Path:
     """Write ``pieces`` as UTF-8 (unencodable characters replaced) to ``path``, atomically."""
     with replacing(path, tmp=tmp, mode=mode) as handle:
-        for piece in pieces:
-            handle.write(piece.encode("utf-8", "replace"))
+        for piece in pieces:  # a piece ends between JSON values, never inside a string
+            handle.write(redact(piece).encode("utf-8", "replace"))
     return path
 
 

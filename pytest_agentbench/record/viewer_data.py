@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench import metrics as m
+from pytest_agentbench.record.models import record_problem
 from pytest_agentbench.record.runfolder import task_slug
 from pytest_agentbench.record.script_json import embed_json, escape_json_text
 from pytest_agentbench.record.stats_report import viewer_statistics
+from pytest_agentbench.untrusted import loads, too_deep
 
 #: A trajectory bigger than this is linked, not embedded, so one runaway agent log cannot make
 #: the page too heavy to open.
@@ -75,7 +77,8 @@ def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[d
     if records is None:
         records, results = _read_records(inside, notes)
     if not records and isinstance(summary.get("tasks"), list):
-        records = [r for r in summary["tasks"] if isinstance(r, dict) and r.get("task_id") is not None]
+        records = [r for r in summary["tasks"] if isinstance(r, dict) and r.get("task_id") is not None
+                   and record_problem(r) is None]
         results = None
     where: list[list[Any]] = []
     data = {
@@ -179,7 +182,7 @@ def _read_summary(inside: _Inside, notes: list[str]) -> dict[str, Any]:
         raw = inside.read("summary.json", RECORD_LIMIT)
         if raw is None:
             raise ValueError(f"bigger than {RECORD_LIMIT} bytes")
-        data = json.loads(raw)
+        data = loads(raw)
     except SymlinkRefused:
         return {}
     except FileNotFoundError:
@@ -247,20 +250,24 @@ def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any
         return [], None
     try:  # one C-level parse for the usual, well-formed file
         parsed: list[Any] = json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = []
     if len(parsed) != len(lines):  # a bad line, or one like ``{...},{...}`` that holds two values
         parsed = [_loads_or_none(line) for line in lines]
     records, kept, bad = [], [], []
+    first_problem = ""
     for number, (line, record) in enumerate(zip(lines, parsed, strict=True), 1):
-        if isinstance(record, dict) and record.get("task_id") is not None:
+        # a line nested too deep, or one whose fields have the wrong types, is skipped like a broken one
+        problem = "not JSON" if record is None or too_deep(line) else record_problem(record)
+        if problem is None and record.get("task_id") is not None:
             records.append(record)
             kept.append(line)
         else:
             bad.append(number)
+            first_problem = first_problem or f"record {number}: {problem or 'no task_id'}"
     if bad:
         shown = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
-        notes.append(f"results.jsonl: skipped {len(bad)} malformed record(s) (record {shown})")
+        notes.append(f"results.jsonl: skipped {len(bad)} malformed record(s) (record {shown}); {first_problem}")
     raw = b"[" + b",".join(kept) + b"]"
     if not _parses_in_js(raw):
         return records, None
@@ -278,7 +285,7 @@ def _parses_in_js(text: str | bytes) -> bool:
 
 def _loads_or_none(line: bytes) -> Any:
     try:
-        return json.loads(line)
+        return loads(line)
     except ValueError:
         return None
 

@@ -34,8 +34,8 @@ from pytest_agentbench.trajectory.model import (
     TraceFormatError,
     TraceStep,
     dump_json,
-    load_json,
 )
+from pytest_agentbench.untrusted import load_file, loads, read_bytes
 
 __all__ = [
     "TraceFormatError",
@@ -181,7 +181,7 @@ def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]
     if not isinstance(arguments, str):
         return None, f"tool arguments are {type(arguments).__name__}, not a JSON object"
     try:
-        value = load_json(arguments)
+        value = loads(arguments)
     except ValueError as exc:
         return None, f"tool arguments are not valid JSON: {exc}"
     if not isinstance(value, dict):
@@ -487,12 +487,12 @@ def from_fixtura_trace(trace_path: str | Path, task_id: str = "fixtura_task", in
 
 def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
     """(record, "file:line") for each JSON line of a trace file."""
-    if not path.is_file():
+    if not path.exists():
         raise TraceFormatError(f"Fixtura trace not found: {path}")
-    size = path.stat().st_size
-    if size > MAX_TRACE_BYTES:
-        raise TraceFormatError(f"{path}: the trace is {size} bytes; traces may be at most {MAX_TRACE_BYTES} bytes")
-    data = path.read_bytes()
+    try:
+        data = read_bytes(path, MAX_TRACE_BYTES)
+    except OSError as exc:
+        raise TraceFormatError(f"{path}: cannot read the trace: {exc.strerror or exc}") from None
     if data.startswith(_ZSTD_MAGIC):
         try:
             import zstandard
@@ -514,7 +514,7 @@ def _fixtura_records(path: Path) -> list[tuple[dict[str, Any], str]]:
             continue
         where = f"{path}:{number}"
         try:
-            record = load_json(line)
+            record = loads(line)
         except ValueError as exc:
             raise TraceFormatError(f"{where}: not a JSON line ({exc})") from None
         if not isinstance(record, dict):
@@ -664,11 +664,13 @@ def from_run_record(record: str | Path | Mapping[str, Any], *, where: str = "run
     if not isinstance(record, Mapping):
         path = Path(record)
         where = str(path)
-        if not path.is_file():
+        if not path.exists():
             raise TraceFormatError(f"run record not found: {path}")
         try:
-            record = load_json(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            record = load_file(path, MAX_TRACE_BYTES)
+        except OSError as exc:
+            raise TraceFormatError(f"{path}: cannot read the run record: {exc.strerror or exc}") from None
+        except ValueError as exc:
             raise TraceFormatError(f"{path}: not a JSON file ({exc})") from None
         if not isinstance(record, Mapping):
             raise TraceFormatError(f"{path}: a run record is a JSON object, got {type(record).__name__}")

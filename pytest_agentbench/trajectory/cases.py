@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.trajectory.model import TestCase, Trace, TraceFormatError, case_problems, load_json
+from pytest_agentbench.trajectory.model import TestCase, Trace, TraceFormatError, case_problems
+from pytest_agentbench.untrusted import InputTooBig, loads, read_text
 
 CASE_SUFFIX = ".case.json"
 #: Trace files found next to a case by name, in the order they are looked for.
@@ -104,7 +105,7 @@ def read_case_file(path: Path) -> CaseFile:
     except OSError as exc:
         raise CaseSyntaxError(f"{shown(path)}: cannot read the case file: {exc.strerror or exc}") from None
     try:
-        data = load_json(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise CaseSyntaxError(f"{shown(path)}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); "
                               "fix the case file") from None
@@ -301,17 +302,16 @@ def _read_text(path: Path, error: type[Exception]) -> str:
     than a trace may be is refused unread."""
     from pytest_agentbench.trajectory.adapters import MAX_TRACE_BYTES
 
-    with open(path, "rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        if size > MAX_TRACE_BYTES:
-            raise error(f"{shown(path)}: the file is {size} bytes; case and trace files may be at most "
-                        f"{MAX_TRACE_BYTES} bytes")
-        return file.read().decode("utf-8")
+    try:
+        return read_text(path, MAX_TRACE_BYTES)
+    except InputTooBig as exc:
+        raise error(f"{shown(path)}: {exc.strerror} (case and trace files may be at most {MAX_TRACE_BYTES} "
+                    "bytes)") from None
 
 
 def _read_json(path: Path) -> Any:
     try:
-        return load_json(_read_text(path, CaseError))
+        return loads(_read_text(path, CaseError))
     except json.JSONDecodeError as exc:
         raise CaseError(f"{shown(path)}:{exc.lineno}:{exc.colno}: trace file is not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:

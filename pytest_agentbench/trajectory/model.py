@@ -30,18 +30,8 @@ class TraceFormatError(ValueError):
     """A trace or test case that cannot be read. The message is one line naming the bad part."""
 
 
-#: What a JSON text nested deeper than the reader can go is told (``load_json``).
+#: What a value nested too deeply to encode is shown as (``dump_json``).
 TOO_DEEP = "nested too deeply to read"
-
-
-def load_json(text: str | bytes) -> Any:
-    """``json.loads`` for untrusted trace and case files: JSON nested deeper than the reader's
-    recursion allows (about a thousand levels) is a ``json.JSONDecodeError`` saying so, which every
-    reader already reports with the file's name, not a ``RecursionError`` out of the reader."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise json.JSONDecodeError(TOO_DEEP, text if isinstance(text, str) else "", 0) from None
 
 
 def dump_json(value: Any, **options: Any) -> str:

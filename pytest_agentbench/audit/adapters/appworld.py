@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.audit.model import DEFAULT_POLICY, Delivery, Reference, Run
+from pytest_agentbench.untrusted import load_file
 
 WORKER = Path(__file__).with_name("appworld_worker.py")
 DEFAULT_SPLIT = "train"
@@ -232,8 +233,7 @@ class AppWorldAdapter:
                 detail = " | ".join(line.strip() for line in tail) or "no output on stderr"
                 raise AppWorldWorkerError(f"AppWorld worker {cmd} failed (exit status {returncode}): {detail}", tail)
             try:
-                with open(out, encoding="utf-8") as f:
-                    result = json.load(f)
+                result = load_file(out)
             except (OSError, ValueError) as exc:
                 raise AppWorldWorkerError(f"AppWorld worker {cmd} wrote an unreadable result: {exc}", tail) from None
             self._keep(cmd, label, out)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benches.opencomputer.tasks import check_kind
 from pytest_agentbench.text import shorten
+from pytest_agentbench.untrusted import loads
 
 if TYPE_CHECKING:
     from pytest_agentbench.infra.sandbox import Sandbox
@@ -112,7 +113,7 @@ def run_verifier(sandbox: Sandbox, verifier: str, command: str, timeout: float) 
     try:
         if len(done.stdout) > MAX_OUTPUT_CHARS:
             raise ValueError(f"more than {MAX_OUTPUT_CHARS} characters of output")
-        data = json.loads(done.stdout)
+        data = loads(done.stdout)
     except ValueError as exc:
         if done.returncode == 0:
             return VerifierReply(command, {"error": str(exc)[:300]},
@@ -137,7 +138,7 @@ def run_evals(sandbox: Sandbox, items: list[tuple[str, Any]], timeout: float) ->
     done = sandbox.run(["python3", "-I", "-c", _EVAL_PROGRAM], timeout=timeout, input=payload)
     if not done.ok:
         raise RuntimeError(f"the eval expressions did not finish: {done.summary()}")
-    answers = json.loads(done.stdout)
+    answers = loads(done.stdout)
     if not isinstance(answers, list) or len(answers) != len(items):
         raise RuntimeError("the eval expressions gave a malformed answer")
     return answers

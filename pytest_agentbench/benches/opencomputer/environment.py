@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benchmark import InfrastructureError
+from pytest_agentbench.untrusted import read_text
 
 if TYPE_CHECKING:
     from pytest_agentbench.infra.sandbox import Sandbox
@@ -166,11 +167,14 @@ def deleted_paths(folder: Path) -> list[PurePosixPath]:
     listing = folder / DELETED
     if listing.is_symlink():
         raise EndStateError(f"{listing}: a symlink, not the end state's own list")
-    if not listing.is_file():
+    if not listing.exists():
         return []
-    if listing.stat().st_size > MAX_DELETED_BYTES:
-        raise EndStateError(f"{listing}: more than {MAX_DELETED_BYTES} bytes")
-    lines = listing.read_text(encoding="utf-8", errors="replace").splitlines()
+    try:
+        lines = read_text(listing, MAX_DELETED_BYTES, follow_symlinks=False, errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise EndStateError(f"{listing}: {exc.strerror or exc}") from None
     return [_relative(line, listing) for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.text import shorten
+from pytest_agentbench.untrusted import loads
 
 if TYPE_CHECKING:
     from pytest_agentbench.infra.sandbox import Sandbox
@@ -99,7 +100,7 @@ class Harness:
         if len(done.stdout) > MAX_ANSWER_BYTES:
             raise HarnessError(f"OpenComputer's harness ({phase}) answered more than {MAX_ANSWER_BYTES} bytes")
         try:
-            answer = json.loads(done.stdout) if done.returncode == 0 else None
+            answer = loads(done.stdout) if done.returncode == 0 else None
         except ValueError:
             answer = None
         if not isinstance(answer, dict):

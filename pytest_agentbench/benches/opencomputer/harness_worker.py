@@ -44,6 +44,8 @@ HOME = "/home/user"
 DBUS = "unix:path=/tmp/runtime-user/bus"
 NOT_JUDGED = "agentbench: not judged here (the judge, if configured, runs in the pytest process)"
 MAX_RESULT_CHARS = 65536
+#: How deep a result may nest in the answer (the host reads answers at most 200 deep: untrusted.MAX_DEPTH).
+MAX_RESULT_DEPTH = 100
 
 
 def _one_line(text: object, limit: int = 300) -> str:
@@ -125,7 +127,25 @@ class Box:
                 proc.kill()
 
 
+def _nesting(value: object) -> int:
+    """How deep ``value`` nests (lists and dicts), walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            if level <= MAX_RESULT_DEPTH:
+                stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def _cut(result: object) -> Any:
+    """The result as the host may read it: JSON, at most ``MAX_RESULT_CHARS`` of it and nested at
+    most ``MAX_RESULT_DEPTH`` deep; else its text, cut, as a string. (A verifier that printed a
+    deeply nested reply failed its check here already; the host refuses a deeper answer whole.)"""
+    if _nesting(result) > MAX_RESULT_DEPTH:
+        return {"agentbench_truncated": f"nested more than {MAX_RESULT_DEPTH} levels deep"}
     try:
         text = json.dumps(result, default=str)
     except (TypeError, ValueError):

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_agentbench.model import Task
+from pytest_agentbench.untrusted import load_file, loads, read_text
 
 BENCHMARK = "opencomputer"
 #: The reference harness's default step limit (``EVAL_MAX_ITERATIONS``); an explicit --bench-max-steps wins.
@@ -225,19 +226,13 @@ def read_task(path: Path) -> Task:
     """One ``task.json`` as a ``Task``: the app is the domain, the whole file is ``raw_config``."""
     try:
         # never through a symlink (a link in a task folder must not read a host file), never a FIFO
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        with open(fd, "rb") as file:
-            raw = file.read(MAX_TASK_BYTES + 1)  # read up to the bound, not stat then read
-        if len(raw) > MAX_TASK_BYTES:
-            raise OpenComputerTaskError(f"OpenComputer task file {path}: {os.path.getsize(path)} bytes, more "
-                                        f"than the {MAX_TASK_BYTES} a task file may have")
-        text = raw.decode("utf-8")
+        text = read_text(path, MAX_TASK_BYTES, follow_symlinks=False)
     except UnicodeDecodeError as exc:
         raise OpenComputerTaskError(f"OpenComputer task file {path}: not UTF-8 ({exc.reason})") from None
     except OSError as exc:
         raise OpenComputerTaskError(f"OpenComputer task file {path} cannot be read: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise OpenComputerTaskError(f"OpenComputer task file {path}: not valid JSON: {exc}") from None
     check_task_json(data, path)
@@ -264,7 +259,7 @@ def broken_task(path: Path, message: str) -> Task:
     ``invalid_task``."""
     app = BROKEN_DOMAIN
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.stat().st_size <= MAX_TASK_BYTES else None
+        data = load_file(path, MAX_TASK_BYTES, follow_symlinks=False)
     except (OSError, ValueError):
         data = None
     if isinstance(data, dict) and isinstance(data.get("app"), str) and _APP.match(data["app"]):

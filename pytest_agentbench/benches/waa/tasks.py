@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.text import one_line
+from pytest_agentbench.untrusted import load_file, loads, read_text
 
 if TYPE_CHECKING:
     from pytest_agentbench.model import Task
@@ -40,6 +41,8 @@ class WAATaskError(ValueError):
 
 #: The step limit the upstream WAA runner gives every task.
 UPSTREAM_MAX_STEPS = 15
+#: A task or index file larger than this is refused unread (upstream's largest index is about 60 kB).
+MAX_TASK_BYTES = 16 << 20
 
 @dataclass(frozen=True)
 class TaskTree:
@@ -100,7 +103,7 @@ def check_domain(domain: object, where: str) -> str:
 def read_index(path: Path) -> dict[str, list[str]]:
     """``{domain: [stem, ...]}`` from an index file, checked. Duplicate stems are errors."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_file(path, MAX_TASK_BYTES)
     except json.JSONDecodeError as exc:
         raise WAATaskError(f"WAA index {path} is not valid JSON: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -185,7 +188,7 @@ def read_task_data(path: Path, domain: str, stem: str) -> dict[str, Any]:
     needs no more, so it never builds a model (importing the models is a third of a WAA
     ``--collect-only``)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_TASK_BYTES)
     except FileNotFoundError:
         raise WAATaskError(f"WAA task {stem!r} (domain {domain!r}) has no file: {path} does not exist") from None
     except UnicodeDecodeError as exc:
@@ -193,10 +196,9 @@ def read_task_data(path: Path, domain: str, stem: str) -> dict[str, Any]:
     except OSError as exc:
         raise WAATaskError(f"WAA task file {path} cannot be read: {one_line(exc)}") from None
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        problem = exc if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise WAATaskError(f"WAA task file {path} is not valid WAA JSON: {problem}") from None
+        data = loads(text)
+    except json.JSONDecodeError as exc:
+        raise WAATaskError(f"WAA task file {path} is not valid WAA JSON: {exc}") from None
     check_task_json(data, path)
     task: dict[str, Any] = {"task_id": stem, "instruction": data["instruction"].strip(), "domain": domain,
                             "benchmark": BENCHMARK}

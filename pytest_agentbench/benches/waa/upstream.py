@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
+from pytest_agentbench.untrusted import load_file
 
 if TYPE_CHECKING:
     from pytest_agentbench.model import Criterion, Verdict
@@ -165,7 +166,7 @@ class UpstreamEvaluator:
                 raise InfrastructureError(f"upstream's evaluator ({self.python}) gave no result"
                                           + (f": {_tail(stderr)}" if stderr.strip() else ""))
             try:
-                raw = json.loads(out.read_text(encoding="utf-8"))
+                raw = load_file(out)
             except (OSError, ValueError) as exc:
                 raise InfrastructureError(f"upstream's evaluator wrote an unreadable result: {exc}") from exc
         if not isinstance(raw, dict):

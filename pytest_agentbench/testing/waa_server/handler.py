@@ -38,6 +38,7 @@ from pytest_agentbench.testing.waa_server.desktop import (
     expand,
     winpath,
 )
+from pytest_agentbench.untrusted import loads
 
 if TYPE_CHECKING:
     from pytest_agentbench.testing.waa_server.server import FakeWAAServer
@@ -82,7 +83,7 @@ class Request:
         if not self.ctype.startswith("application/json"):
             raise Reply(500, {"status": "error", "message": UNSUPPORTED_MEDIA})
         try:
-            return json.loads(self.raw) if self.raw else None
+            return loads(self.raw) if self.raw else None
         except ValueError as exc:
             raise Reply(500, {"status": "error", "message": BAD_JSON.format(exc)}) from None
 
@@ -450,7 +451,7 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(500, {"status": "error", "message": f"400 Bad Request: {exc}"})
             return
         try:
-            logged_json = json.loads(raw) if request.ctype.startswith("application/json") and raw else None
+            logged_json = loads(raw) if request.ctype.startswith("application/json") and raw else None
         except ValueError:
             logged_json = None
         with fake.lock:
