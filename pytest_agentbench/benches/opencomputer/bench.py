@@ -353,7 +353,21 @@ class OpenComputerBenchmark(Benchmark):
         except HarnessError as exc:
             raise InfrastructureError(str(exc)) from None
 
+    def _note_disk(self, exc: Exception) -> None:
+        """Name the disk cap in ``exc``'s message when the item's sandbox filled it: a full disk
+        shows up as whichever step or check failed next, and the cap is what to raise."""
+        note = self.sandbox.disk_note() if self.sandbox is not None else None
+        if note is not None:
+            exc.args = (f"{exc} ({note})",)
+
     def reset(self, task: Task) -> Observation:
+        try:
+            return self._reset(task)
+        except (InfrastructureError, EvaluationError) as exc:
+            self._note_disk(exc)
+            raise
+
+    def _reset(self, task: Task) -> Observation:
         self._skip = None
         self._close_sandbox()
         self.last_setup, self.last_removed = [], []
@@ -402,6 +416,17 @@ class OpenComputerBenchmark(Benchmark):
         return self._desktop.observe(self.sandbox)
 
     def evaluate(self, task: Task, final_action: Action | None) -> Verdict:
+        try:
+            judged = self._evaluate(task)
+        except (InfrastructureError, EvaluationError) as exc:
+            self._note_disk(exc)
+            raise
+        note = self.sandbox.disk_note() if self.sandbox is not None else None
+        if note is not None:
+            judged = judged.model_copy(update={"reason": f"{judged.reason} ({note})"})
+        return judged
+
+    def _evaluate(self, task: Task) -> Verdict:
         if self._skip is not None:
             return Verdict(score=0.0, passed=None, reason=self._skip)
         if self.sandbox is None:
