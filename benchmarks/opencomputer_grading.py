@@ -13,9 +13,14 @@ is graded) and run ``verify_task``, every command in bubblewrap:
   ``-n`` and with ``-n WORKERS``; and one process per task (``--bench-task ID``), as a user grading
   one end state at a time runs it.
 
-Each repeat times ``ours`` and ``ref`` one after the other (in alternating order) and takes their
-ratio, so a machine that slows down between repeats shifts both; the figure is the median of the
-paired ratios (with the lowest and highest). A warm-up pair on one task runs first, untimed.
+Each repeat times ``ours`` and ``ref`` one after the other (in alternating order), by wall clock
+and by the CPU seconds (user plus system) of their processes, and takes their ratios, so a
+machine that slows down between repeats shifts both; the figure is the median of the paired
+ratios (with the lowest and highest). The CPU seconds are the host side's only: pytest and its
+workers against the reference's Python processes. What runs in a sandbox is not counted (on either
+side: bubblewrap's monitor leaves the namespace's init to be reaped elsewhere, so its usage never
+reaches the caller), which makes it a measure of the harness's own cost, steadier than wall time
+on a busy machine. A warm-up pair on one task runs first, untimed.
 ``ours`` also runs once with ``--collect-only`` (pytest starting and reading the checkout's 900
 task files), its fixed cost. As in ``overhead.py`` (whose set-up this script uses), pytest
 plugins that pytest-agentbench does not bring are disabled and both sides cache bytecode under a
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -88,6 +94,13 @@ def _ours(checkout: Path, tasks: list[str], root: Path, results: Path, workers: 
     return time.perf_counter() - started
 
 
+def _children_cpu() -> float:
+    """User plus system seconds of every finished child process so far: the host side's (pytest,
+    its workers, the reference's Python), not the sandboxed commands' (see the docstring)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def _rewards(results: Path, out: Path, tasks: list[str]) -> dict[str, list[float | None]]:
     """task -> [ours, reference] rewards (None where a side has none)."""
     ours: dict[str, float] = {}
@@ -135,6 +148,7 @@ def main() -> None:
             lambda out: _reference(reference, checkout, tasks, out, 1)),
     }
     times: dict[str, tuple[list[float], list[float]]] = {mode: ([], []) for mode in modes}
+    cpu: dict[str, tuple[list[float], list[float]]] = {mode: ([], []) for mode in modes}
     with tempfile.TemporaryDirectory(prefix="agentbench-grading-") as folder:
         root = Path(folder)
         for task in tasks:
@@ -145,15 +159,22 @@ def main() -> None:
         for turn in range(args.repeat):
             for number, (mode, sides) in enumerate(modes.items()):
                 ours, ref = times[mode]
-                order = [(ours, sides[0], "ours"), (ref, sides[1], "ref")]
-                for into, measure, side in order if turn % 2 == 0 else reversed(order):
+                order = [(ours, cpu[mode][0], sides[0], "ours"), (ref, cpu[mode][1], sides[1], "ref")]
+                for into, cpu_into, measure, side in order if turn % 2 == 0 else reversed(order):
+                    before = _children_cpu()
                     into.append(measure(root / f"{side}-{turn}-{number}"))
+                    cpu_into.append(_children_cpu() - before)
                 print(f"repeat {turn + 1}, {mode}: ours {ours[-1]:.1f} s, reference {ref[-1]:.1f} s", flush=True)
         rewards = _rewards(root / "ours-0-0", root / "ref-0-0", tasks)
     rows = {}
     for mode, (ours, ref) in times.items():
         ratios = sorted(o / r for o, r in zip(ours, ref, strict=True))
-        rows[mode] = {"ours_s_per_task": round(statistics.median(ours) / n, 3),
+        cpu_ratios = sorted(o / r for o, r in zip(*cpu[mode], strict=True))
+        rows[mode] = {"cpu_ratio": round(statistics.median(cpu_ratios), 3),
+                      "cpu_ratio_range": [round(cpu_ratios[0], 3), round(cpu_ratios[-1], 3)],
+                      "cpu_seconds": {"ours": [round(t, 2) for t in cpu[mode][0]],
+                                      "ref": [round(t, 2) for t in cpu[mode][1]]},
+                      "ours_s_per_task": round(statistics.median(ours) / n, 3),
                       "ref_s_per_task": round(statistics.median(ref) / n, 3),
                       "ratio": round(statistics.median(ratios), 3),
                       "ratio_range": [round(ratios[0], 3), round(ratios[-1], 3)],
@@ -165,11 +186,12 @@ def main() -> None:
                              if ours_reward is not None and ours_reward == ref_reward),
         "rewards": rewards,
     }
-    print(f"{'mode':<50} {'ours s/task':>11} {'ref s/task':>10} {'ratio':>7}  range")
+    print(f"{'mode':<50} {'ours s/task':>11} {'ref s/task':>10} {'wall':>6}  {'range':<11} {'host cpu':>8}  range")
     for mode, row in rows.items():
         low, high = row["ratio_range"]
-        print(f"{mode:<50} {row['ours_s_per_task']:>11.3f} {row['ref_s_per_task']:>10.3f} {row['ratio']:>6.2f}x  "
-              f"{low:.2f}-{high:.2f}x")
+        cpu_low, cpu_high = row["cpu_ratio_range"]
+        print(f"{mode:<50} {row['ours_s_per_task']:>11.3f} {row['ref_s_per_task']:>10.3f} {row['ratio']:>5.2f}x  "
+              f"{f'{low:.2f}-{high:.2f}x':<11} {row['cpu_ratio']:>7.2f}x  {cpu_low:.2f}-{cpu_high:.2f}x")
     print(f"--collect-only of the same command: {collect:.2f} s; rewards equal on {summary['rewards_equal']} of {n} "
           f"tasks; load average at end: {summary['load_at_end']:.2f}")
     if args.json:
