@@ -41,6 +41,18 @@ def select(checkout: Path, apps: set[str], skip: set[str], per_app: int | None) 
     return [t for app in sorted(by_app) for t in by_app[app][:per_app]]
 
 
+def checkout_and_reference(parser: argparse.ArgumentParser, given: str | None) -> tuple[Path, Path]:
+    """The checkout (argument, else ``$AGENTBENCH_OPENCOMPUTER_UPSTREAM``) and the reference runner
+    beside it; a usage error naming what is missing."""
+    if not given:
+        parser.error("give the OpenComputer checkout (or set AGENTBENCH_OPENCOMPUTER_UPSTREAM)")
+    checkout = Path(given).resolve()
+    reference = checkout.parent / "run_reference_harness.py"
+    if not reference.is_file():
+        parser.error(f"no run_reference_harness.py beside {checkout}")
+    return checkout, reference
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkout", nargs="?", default=os.environ.get("AGENTBENCH_OPENCOMPUTER_UPSTREAM"))
@@ -50,12 +62,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    if not args.checkout:
-        parser.error("give the OpenComputer checkout (or set AGENTBENCH_OPENCOMPUTER_UPSTREAM)")
-    checkout = Path(args.checkout).resolve()
-    reference = checkout.parent / "run_reference_harness.py"
-    if not reference.is_file():
-        parser.error(f"no run_reference_harness.py beside {checkout}")
+    checkout, reference = checkout_and_reference(parser, args.checkout)
     tasks = select(checkout, set(filter(None, args.apps.split(","))), set(filter(None, args.skip_apps.split(","))),
                    args.per_app)
     with tempfile.TemporaryDirectory(prefix="agentbench-agreement-") as folder:

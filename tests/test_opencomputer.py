@@ -104,6 +104,27 @@ def test_an_invalid_task_file_is_one_item_error_naming_it_and_the_others_still_r
     assert f"OpenComputer task file {tasks / 'calc_inventory_sort_filter' / 'task.json'}: not valid JSON" in out
 
 
+def test_with_bench_task_only_the_named_task_files_are_read(run, pytester: pytest.Pytester):
+    """A whole checkout's 900 task files cost every pytest process 0.2 s or more; a run of one
+    named task reads its file alone (no warning about a folder it never looked at)."""
+    tasks = pytester.path / "tasks"
+    shutil.copytree(TASKS, tasks)
+    (tasks / "bad [name]").mkdir()
+    (tasks / "bad [name]" / "task.json").write_text("{}")
+    chosen = run(*oc("--bench-task", "audacity_export_segment_wav", "--collect-only", "-q", "-W",
+                     "error::UserWarning", tasks=tasks))
+    assert chosen.ret == pytest.ExitCode.OK, chosen.stdout.str()
+    assert ids(chosen) == IDS[:1]
+    unknown = run(*oc("--bench-task", "bad [name]", "--bench-task", "nope", "--collect-only", "-q", tasks=tasks))
+    assert unknown.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--bench-task 'bad [name]', 'nope' matches no task of opencomputer" in unknown.stderr.str()
+    from pytest_agentbench.benches.opencomputer.bench import OpenComputerBenchmark
+    from pytest_agentbench.benches.opencomputer.tasks import OpenComputerWarning
+
+    with pytest.warns(OpenComputerWarning, match="left out"):  # the control: listing them all reads that folder
+        assert len(OpenComputerBenchmark(tasks).list_tasks()) == 3
+
+
 def test_env_files_in_subfolders_are_accepted(tmp_path: Path):
     path = tmp_path / DRAWIO / "task.json"
     path.parent.mkdir()

@@ -28,7 +28,8 @@ SHORT_FIXTURES = ("agent", "vm", "sandbox", "episode", "bench_task", "bench_env"
 SAMPLES: dict[str, tuple[str, object]] = {
     "bench": ("mock", ["mock"]), "tasks": ("3", 3), "max_steps": ("4", 4), "run_name": ("r1", "r1"),
     "min_success": ("80%", 0.8), "sandbox_memory_mb": ("0", 0), "sandbox_max_procs": ("64", 64),
-    "sandbox_output_mb": ("2", 2), "audit_verifier": ("toy", "toy"), "audit_limit": ("5", 5), "mockmed_runs": ("2", 2),
+    "sandbox_output_mb": ("2", 2), "sandbox_disk_mb": ("0", 0), "audit_verifier": ("toy", "toy"),
+    "audit_limit": ("5", 5), "mockmed_runs": ("2", 2),
     "waa_server": ("http://h:1/", "http://h:1"), "waa_evaluate_url": ("http://e:2", "http://e:2"),
     "waa_cdp_url": ("https://c:3", "https://c:3"), "waa_ready_timeout": ("2", 2.0), "waa_settle": ("0", 0.0),
     "waa_step_pause": ("0", 0.0), "waa_open_wait": ("0", 0.0), "waa_command_timeout": ("9", 9.0),

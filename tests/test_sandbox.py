@@ -47,7 +47,7 @@ def isolated(bwrap: Isolation, tmp_path: Path):
 
 @pytest.fixture
 def plain(tmp_path: Path):
-    with Sandbox(tmp_path / "box", NONE) as box:
+    with Sandbox(tmp_path / "plain", NONE) as box:  # a folder of its own: an isolated box's is a mount
         yield box
 
 

@@ -395,7 +395,8 @@ def test_limits_are_options_with_ini_keys_and_bad_values_are_usage_errors(run, p
     assert int(procs) >= 300
     for args, message in ((("--sandbox-memory-mb", "lots"), "--sandbox-memory-mb must be a whole number of MB"),
                           (("--sandbox-output-mb", "-3"), "--sandbox-output-mb must be 0 (no limit) or 1 to"),
-                          (("--sandbox-max-procs", "2"), "--sandbox-max-procs must be 0 (no limit) or 8 to")):
+                          (("--sandbox-max-procs", "2"), "--sandbox-max-procs must be 0 (no limit) or 8 to"),
+                          (("--sandbox-disk-mb", "8"), "--sandbox-disk-mb must be 0 (no limit) or 16 to")):
         bad = run(*args)
         assert bad.ret == pytest.ExitCode.USAGE_ERROR
         assert message in bad.stderr.str()
@@ -623,6 +624,104 @@ def test_one_sandboxs_processes_do_not_count_against_anothers_limit(bwrap: Isola
         time.sleep(1.0)
         done = b.run(["sh", "-c", "for i in $(seq 40); do sleep 1 & done; wait; echo all-forked"], timeout=60)
         assert "all-forked" in done.stdout, done.stderr
+
+
+CAP_REACHED = ("the sandbox's disk cap, 16 MB for /home/user and /tmp together, was reached; raise it with "
+               "--sandbox-disk-mb")
+FILL = """
+import sys
+total = 0
+try:
+    with open(sys.argv[1], "wb") as handle:
+        while total < (64 << 20):
+            total += handle.write(bytes(1 << 20))
+            handle.flush()
+except OSError as exc:
+    print("stopped", total >> 20, exc.errno)
+else:
+    print("wrote", total >> 20)
+"""
+
+
+@needs_root
+def test_writing_past_the_disk_cap_fails_with_enospc_inside_and_never_reaches_the_host_disk(bwrap: Isolation,
+                                                                                          tmp_path: Path):
+    from pytest_agentbench.infra.sandbox import Limits
+
+    box = Sandbox(tmp_path / "box", bwrap, limits=Limits(disk_mb=16))
+    try:
+        home = box.run(["python3", "-c", FILL, "/home/user/big"], timeout=60)
+        assert home.stdout.split()[0] == "stopped" and home.stdout.split()[2] == "28", home.stdout + home.stderr
+        assert int(home.stdout.split()[1]) <= 16
+        assert os.stat(box.home / "big").st_dev != os.stat(tmp_path).st_dev, "the file lies on the host's disk"
+        tmp = box.run(["sh", "-c", "head -c 1048576 /dev/zero > /tmp/more"], timeout=30)  # the cap is shared
+        assert "No space left on device" in tmp.stderr
+        assert CAP_REACHED in tmp.summary()
+        assert box.disk_note() is not None
+        box.remove("/home/user/big")
+        assert box.run(["sh", "-c", "head -c 1048576 /dev/zero > /tmp/more"], timeout=30).ok  # room again
+    finally:
+        box.close()
+    assert not (tmp_path / "box").exists()
+    assert str(tmp_path) not in Path("/proc/self/mountinfo").read_text(), "the sandbox's tmpfs is still mounted"
+
+
+@needs_root
+def test_an_item_whose_verifier_or_end_state_fills_the_disk_names_the_cap(run, pytester: pytest.Pytester):
+    verifiers = pytester.path / "verifiers" / "filler"
+    verifiers.mkdir(parents=True)
+    (verifiers / "filler.py").write_text(
+        "import json, sys\n"
+        "with open('/home/user/junk', 'wb') as out:\n"
+        "    for _ in range(64): out.write(bytes(1 << 20))\n"
+        "print(json.dumps({'ok': True}))\n")
+    checks = [{"command": "fill", "key": "ok", "expected": True}]
+    for task_id in ("filler_verifier", "filler_end_state"):
+        folder = pytester.path / "tasks" / task_id
+        folder.mkdir(parents=True)
+        (folder / "task.json").write_text(json.dumps({"id": task_id, "app": "filler", "task": "Fill.",
+                                                      "env": {"files": []}, "verification": checks}))
+    (pytester.path / "end" / "filler_verifier").mkdir(parents=True)
+    (pytester.path / "end" / "filler_end_state").mkdir(parents=True)
+    (pytester.path / "end" / "filler_end_state" / "huge.bin").write_bytes(bytes(20 << 20))
+    result = run("--bench=opencomputer", "--opencomputer-tasks", str(pytester.path / "tasks"),
+                 "--opencomputer-verifiers", str(pytester.path / "verifiers"), "--opencomputer-end-state",
+                 str(pytester.path / "end"), "--opencomputer-harness", "builtin", "--sandbox-isolation", "bwrap",
+                 "--sandbox-disk-mb", "16")
+    result.assert_outcomes(failed=1, errors=1)
+    [results_file] = (pytester.path / "benchmark_results").glob("*/results.jsonl")
+    records = {r["task_id"]: r for r in map(json.loads, results_file.read_text().splitlines())}
+    assert records["filler_verifier"]["reason"].endswith(f"failed: fill ({CAP_REACHED})")
+    assert "No space left on device" in records["filler_end_state"]["error"]
+    assert records["filler_end_state"]["error"].endswith(f"({CAP_REACHED})")
+
+
+@needs_root
+def test_without_root_only_the_home_and_tmp_are_writable(bwrap: Isolation, monkeypatch: pytest.MonkeyPatch):
+    """As another user bubblewrap's own tmpfs folders (its root, ``/home``, ``/dev``, ``/dev/shm``,
+    a bind's ``/tmp/.X11-unix``) belong to the command's user and are sized to half the RAM: they
+    are remounted read-only, so the capped ``/home/user`` and ``/tmp`` stay the only writable places."""
+    import tempfile
+
+    from pytest_agentbench.infra import sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module, "_privileged", lambda: False)
+    nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    with tempfile.TemporaryDirectory(prefix="agentbench-unprivileged-") as folder:  # not under root's 0700 folders
+        os.chmod(folder, 0o755)
+        home, tmp = Path(folder, "home"), Path(folder, "tmp")
+        for part in (home, tmp):
+            part.mkdir()
+            os.chown(part, 65534, 65534)
+        argv = sandbox_module.bwrap_argv(bwrap.bwrap or "bwrap", home, tmp, env={"PATH": sandbox_module.SANDBOX_PATH},
+                                         ro_binds=[("/usr/share", "/tmp/.X11-unix/share")])
+        script = ("echo started; for d in / /home /dev /dev/shm /etc /tmp/.X11-unix /tmp /home/user; do "
+                  "touch $d/written 2>/dev/null && echo $d; done")
+        done = subprocess.run([*nobody, *argv, "sh", "-c", script], capture_output=True, text=True, timeout=60,
+                              check=False)
+    if "started" not in done.stdout:
+        pytest.skip(f"bubblewrap cannot run unprivileged here: {done.stderr.strip()[-200:]}")
+    assert done.stdout.split() == ["started", "/tmp", "/home/user"], done.stdout
 
 
 def test_a_tree_thousands_of_folders_deep_is_removed_with_its_sandbox(bwrap: Isolation, tmp_path: Path):

@@ -21,7 +21,9 @@ command it runs sees:
   capabilities and ``no_new_privs`` before the command starts, so files only root may read stay
   unreadable and a setuid program gains nothing;
 * :class:`Limits`: address space (``RLIMIT_AS``), processes of uid 1000 (``RLIMIT_NPROC``),
-  bytes of output read back (the command is killed past it) and the caller's wall time;
+  bytes of output read back (the command is killed past it), the caller's wall time and, when
+  pytest is root, disk: ``home/`` and ``tmp/`` lie on a tmpfs of the sandbox's own whose size is
+  the cap (a write past it fails with ``ENOSPC`` inside the sandbox, the host's disk untouched);
 * no network at all (``--unshare-net``: not even the host's loopback), no capabilities, its own
   process tree, killed with the whole tree when the command times out or pytest dies.
 
@@ -51,7 +53,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -130,6 +132,9 @@ class RunResult:
     output_over: int = 0
     #: the process limit the command ran under (0: none), named when a fork failed against it
     max_procs: int = 0
+    #: the disk cap in MB when the command left the sandbox's file system full or was told it was
+    #: (``ENOSPC``); 0 otherwise
+    disk_full: int = 0
 
     @property
     def ok(self) -> bool:
@@ -154,7 +159,15 @@ class RunResult:
         if self.max_procs and "Resource temporarily unavailable" in self.stderr:  # EAGAIN from fork
             said += (f" (a fork failed: the sandbox's process limit, {self.max_procs} processes and threads, was "
                      "reached; raise it with --sandbox-max-procs)")
+        if self.disk_full:
+            said += f" ({disk_full_note(self.disk_full)})"
         return said
+
+
+def disk_full_note(mb: int) -> str:
+    """What to say when a sandbox's capped file system filled up: the one place that names the option."""
+    return (f"the sandbox's disk cap, {mb} MB for /home/user and /tmp together, was reached; raise it with "
+            "--sandbox-disk-mb")
 
 
 @dataclass(frozen=True)
@@ -164,12 +177,18 @@ class Limits:
     ``memory_mb``: its address space (``RLIMIT_AS``, per process); ``max_procs``: processes and
     threads of the sandbox's user at once (``RLIMIT_NPROC``; with pytest not root the user's other
     processes count too, so the limit is set that many above what it already runs);
-    ``output_mb``: bytes of stdout plus stderr read back before the command is killed. Wall time is
-    each call's ``timeout``."""
+    ``output_mb``: bytes of stdout plus stderr read back before the command is killed;
+    ``disk_mb``: the size of the tmpfs that holds the sandbox's ``home/`` and ``tmp/`` together
+    (``/home/user`` and ``/tmp``, the only places its commands can write), mounted by
+    :class:`Sandbox` when pytest is root and the sandbox is isolated (mounting needs root; without
+    it the two folders lie on the disk of the sandbox's folder, uncapped). The default is
+    OpenComputer's container's: a 4 GiB tmpfs on ``/home/user`` and a 2 GiB one on ``/tmp``. Wall
+    time is each call's ``timeout``."""
 
     memory_mb: int = 2048
     max_procs: int = 256
     output_mb: int = 16
+    disk_mb: int = 6144
 
     @property
     def output_bytes(self) -> int:
@@ -268,6 +287,51 @@ def drop_argv(uid: int) -> list[str]:
             "--bounding-set=-all", "--no-new-privs", "--"]
 
 
+#: mount(2) and umount2(2) flags (linux/mount.h)
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 4, 2, 8
+#: A capped file system with less free than this is full (tmpfs counts in pages; a writer stopped
+#: by ENOSPC leaves none).
+_FULL_BYTES = 1 << 20
+#: Inodes of a capped file system: one per this many bytes of the cap. Empty files and folders use
+#: no pages of a tmpfs but each costs kernel memory, so their number is capped too (524,288 at 6 GiB).
+_BYTES_PER_INODE = 12 << 10
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def mount_disk_cap(folder: Path, mb: int) -> None:
+    """Mount a tmpfs of ``mb`` MB (mode 0700, no setuid, no devices) on ``folder``: the sandbox's
+    ``home/`` and ``tmp/`` are made inside it, so what its commands write counts against the cap
+    and never reaches the disk that holds ``folder``. Root only; ``SandboxError`` when it fails.
+
+    Why a mount of the host's and not bubblewrap's ``--size --tmpfs``: the home is prepared on the
+    host before the first command, shared by every command of the sandbox (and the desktop's
+    apps), and read back after the last, so it must outlive each bubblewrap."""
+    import ctypes
+
+    size = mb << 20
+    options = f"size={size},nr_inodes={max(size // _BYTES_PER_INODE, 1024)},mode=0700".encode()
+    if _libc().mount(b"agentbench-sandbox", os.fsencode(folder), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+        errno = ctypes.get_errno()
+        raise SandboxError(f"cannot cap the sandbox's disk at {mb} MB: mounting a tmpfs on {folder} failed: "
+                           f"{os.strerror(errno)} (pass --sandbox-disk-mb 0 to run without a disk cap)")
+
+
+def unmount_disk_cap(folder: Path) -> None:
+    """Detach the tmpfs on ``folder`` (its contents are freed once no process holds them open);
+    ``OSError`` when it cannot."""
+    import ctypes
+
+    if _libc().umount2(os.fsencode(folder), _MNT_DETACH | _UMOUNT_NOFOLLOW) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"cannot unmount the sandbox's tmpfs: {os.strerror(errno)}", str(folder))
+
+
 def _bind_mounts(ro_binds: Sequence[tuple[str, str]]) -> list[str]:
     """bwrap arguments for read-only binds, such that bubblewrap never creates a bind's target in a
     folder the sandbox can write.
@@ -283,6 +347,7 @@ def _bind_mounts(ro_binds: Sequence[tuple[str, str]]) -> list[str]:
     there is refused. Targets elsewhere are made by bubblewrap in its own fresh root."""
     args: list[str] = []
     made: set[str] = set()
+    tmpfs: list[str] = []
     for source, target in ro_binds:
         pure = PurePosixPath(target)
         inside = next((PurePosixPath(r) for r in (HOME, TMP) if PurePosixPath(r) in pure.parents), None)
@@ -295,6 +360,7 @@ def _bind_mounts(ro_binds: Sequence[tuple[str, str]]) -> list[str]:
             else:
                 if first not in made:
                     made.add(first)
+                    tmpfs.append(first)
                     args += ["--perms", "0755", "--tmpfs", first]
                 for parent in reversed(pure.parents):  # inside the fresh tmpfs; bwrap would make them 0700
                     folder = str(parent)
@@ -308,6 +374,8 @@ def _bind_mounts(ro_binds: Sequence[tuple[str, str]]) -> list[str]:
                     made.add(folder)
                     args += ["--perms", "0755", "--dir", folder]
         args += ["--ro-bind", source, target]
+    for first in tmpfs:  # once its binds are in, nothing may write to it (see bwrap_argv)
+        args += ["--remount-ro", first]
     return args
 
 
@@ -345,7 +413,9 @@ def bwrap_argv(bwrap: str, home: str | Path, tmp: str | Path, *, env: Mapping[st
     args += [*_system_binds(uid), "--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--dir", "/home",
              "--bind", str(home), HOME, "--bind", str(tmp), TMP]
     args += _bind_mounts(ro_binds)
-    args += ["--chdir", cwd, "--clearenv"]
+    # What bubblewrap made itself (its root, /home, /dev and /dev/shm) is read-only once set up:
+    # with pytest not root its tmpfs belongs to the command's user, and is sized to half the RAM.
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", cwd, "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
     args.append("--")
@@ -413,8 +483,6 @@ class Sandbox:
         self.isolation = isolation
         self.home = self.root / "home"
         self.tmp = self.root / "tmp"
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.tmp.mkdir(parents=True, exist_ok=True)
         #: extra environment for every command (DISPLAY for a desktop app, say)
         self.env = dict(env or {})
         #: extra read-only binds ``(host path, sandbox path)``, honoured with bubblewrap only
@@ -424,19 +492,30 @@ class Sandbox:
         if self.uid == 0:
             raise SandboxError("sandboxed commands do not run as root")
         self.limits = limits or DEFAULT_LIMITS
+        privileged = self.isolated and _privileged()
+        #: the disk cap in MB on ``home/`` and ``tmp/`` together (0: none; see :class:`Limits`)
+        self.disk_mb = self.limits.disk_mb if privileged else 0
+        #: a command left the capped file system full, or was told it was (stays set)
+        self.disk_filled = False
         #: the host uid commands run as when pytest is root (:func:`host_uid`, one per sandbox, shown
         #: to them as ``uid``); the owner of what the host writes into the sandbox then, so commands
         #: can change the files they were given. None when pytest is not root (commands run as
         #: pytest's own uid, which a user namespace shows as ``uid``).
-        self.host_uid: int | None = None
-        self.owner: tuple[int, int] | None = None
-        if self.isolated and _privileged():
-            self.host_uid = host_uid()
-            self.owner = (self.host_uid, self.host_uid)
-            for folder in (self.home, self.tmp):
-                os.chown(folder, self.host_uid, self.host_uid)
+        self.host_uid = host_uid() if privileged else None
+        self.owner = (self.host_uid, self.host_uid) if self.host_uid is not None else None
         self._background: list[subprocess.Popen[bytes]] = []
         self.closed = False
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.disk_mb:
+            mount_disk_cap(self.root, self.disk_mb)
+        try:
+            for folder in (self.home, self.tmp):
+                folder.mkdir(exist_ok=True)
+                if self.host_uid is not None:
+                    os.chown(folder, self.host_uid, self.host_uid)
+        except BaseException:
+            self.close()
+            raise
 
     @classmethod
     def create(cls, isolation: Isolation, base: str | Path | None = None, **kwargs: object) -> Sandbox:
@@ -601,8 +680,26 @@ class Sandbox:
         if not self.isolated:
             stdout, stderr = self._from_host(stdout), self._from_host(stderr)
         killed = why is not None
+        filled = bool(self.disk_mb) and (self._disk_is_full() or "No space left on device" in stderr)
+        self.disk_filled = self.disk_filled or filled
         return RunResult(tuple(argv), None if killed else proc.returncode, stdout, stderr, why == "timeout", seconds,
-                         output_over=self.limits.output_mb if why == "output" else 0, max_procs=self.limits.max_procs)
+                         output_over=self.limits.output_mb if why == "output" else 0, max_procs=self.limits.max_procs,
+                         disk_full=self.disk_mb if filled else 0)
+
+    def _disk_is_full(self) -> bool:
+        try:
+            stats = os.statvfs(self.root)
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < _FULL_BYTES
+
+    def disk_note(self) -> str | None:
+        """A line naming the disk cap when the sandbox's capped file system is full or a command
+        filled it earlier (a writer may delete what it wrote after ``ENOSPC``); else None. For
+        callers that report what went wrong in a sandbox as a whole (an item's error or verdict)."""
+        if self.disk_mb and (self.disk_filled or (not self.closed and self._disk_is_full())):
+            return disk_full_note(self.disk_mb)
+        return None
 
     def spawn(self, argv: Sequence[str], *, cwd: str = HOME) -> subprocess.Popen[bytes]:
         """Start ``argv`` in the background (a desktop app); it is killed by :meth:`close`."""
@@ -625,7 +722,10 @@ class Sandbox:
         self._background.clear()
         from pytest_agentbench.infra import safefs
 
-        try:  # by descriptor and without recursion: code in the sandbox may leave any tree behind
+        try:
+            if self.disk_mb:  # frees the whole tree at once; the folder it was mounted on is left, empty
+                unmount_disk_cap(self.root)
+            # by descriptor and without recursion: code in the sandbox may leave any tree behind
             safefs.remove_tree(self.root)
         except OSError as exc:
             warnings.warn(SandboxWarning(f"sandbox {self.root} could not be removed: {exc}"), stacklevel=2)

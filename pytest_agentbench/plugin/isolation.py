@@ -33,10 +33,10 @@ def isolation_mode(config: pytest.Config) -> str:
 
 
 def session_limits(config: pytest.Config) -> Limits:
-    """:class:`Limits` from ``--sandbox-memory-mb``, ``--sandbox-max-procs`` and
-    ``--sandbox-output-mb`` (else their ini keys ``agentbench_sandbox_*``, else the defaults).
+    """:class:`Limits` from ``--sandbox-memory-mb``, ``--sandbox-max-procs``, ``--sandbox-output-mb``
+    and ``--sandbox-disk-mb`` (else their ini keys ``agentbench_sandbox_*``, else the defaults).
     A bad ini value is a usage error naming the key."""
-    values = {name: setting(config, f"sandbox_{name}") for name in ("memory_mb", "max_procs", "output_mb")}
+    values = {name: setting(config, f"sandbox_{name}") for name in ("memory_mb", "max_procs", "output_mb", "disk_mb")}
     return Limits(**{name: int(value) for name, value in values.items() if value is not None})
 
 

@@ -272,6 +272,8 @@ SANDBOX_LIMITS = {
     "max-procs": (256, 8, 1 << 16, "processes", "processes and threads of the sandbox's user at once (RLIMIT_NPROC)"),
     "output-mb": (16, 1, 1 << 16, "MB", ("stdout plus stderr read back from one sandboxed command; past it the "
                                          "command is killed and reported as output over the limit")),
+    "disk-mb": (6144, 16, 1 << 22, "MB", ("size of the tmpfs that holds /home/user and /tmp together; needs pytest "
+                                         "to run as root, else they are not capped")),
 }
 
 OPTIONS: tuple[Option, ...] = (

@@ -24,7 +24,7 @@ the next ``reset`` (or ``close``), so a test can look at it after the episode; i
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from pytest_agentbench.benches.opencomputer.tasks import (
     load_tasks,
     read_task,
     resolve_tasks_dir,
+    usable_id,
 )
 from pytest_agentbench.benchmark import Benchmark, EvaluationError, InfrastructureError
 from pytest_agentbench.errors import ConfigError
@@ -101,6 +102,7 @@ class OpenComputerBenchmark(Benchmark):
         isolation: Isolation | Callable[[], Isolation] | None = None,
         sandbox_base: str | Path | None = None,
         limits: Limits | None = None,
+        only: Sequence[str] = (),
     ) -> None:
         from pytest_agentbench.benches.opencomputer.harness import find_checkout
 
@@ -130,6 +132,9 @@ class OpenComputerBenchmark(Benchmark):
         self.limits = limits
         self._tasks_dir: Path | None = None
         self._tasks: list[Task] | None = None
+        #: the task ids the run plays (``--bench-task``): then only their files are read (a whole
+        #: checkout's 900 cost every pytest process 0.2 s or more)
+        self.only = tuple(only)
         self._left_out: list[str] = []
         #: the current item's sandbox (kept until the next reset)
         self.sandbox: Sandbox | None = None
@@ -210,7 +215,7 @@ class OpenComputerBenchmark(Benchmark):
             return cls(options.tasks, checkout=checkout, verifiers_dir=options.verifiers,
                        end_state_dir=options.end_state, timeout=options.timeout, judge=judge,
                        on_error=options.verifier_errors, harness=options.harness, python=options.python,
-                       isolation=decide, limits=limits)
+                       isolation=decide, limits=limits, only=settings.get("bench_task") or ())
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
@@ -226,6 +231,13 @@ class OpenComputerBenchmark(Benchmark):
         return self.tasks_dir / task.task_id / "task.json"
 
     def list_tasks(self, limit: int | None = None) -> list[Task]:
+        if self._tasks is None and self.only:
+            self._tasks = []
+            for task_id in dict.fromkeys(self.only):
+                try:
+                    self._tasks.append(self.load_task(task_id))
+                except KeyError:
+                    continue  # another benchmark's, or none's: the run says which ids match nothing
         if self._tasks is None:
             self._tasks, self._left_out = load_tasks(self.tasks_dir)
             if self._left_out:
@@ -237,7 +249,7 @@ class OpenComputerBenchmark(Benchmark):
 
     def load_task(self, task_id: str) -> Task:
         path = self.tasks_dir / task_id / "task.json"
-        if "/" in task_id or task_id in (".", "..") or not path.is_file():
+        if "/" in task_id or not usable_id(task_id) or not path.is_file():
             raise KeyError(task_id)
         try:
             return read_task(path)
@@ -353,7 +365,21 @@ class OpenComputerBenchmark(Benchmark):
         except HarnessError as exc:
             raise InfrastructureError(str(exc)) from None
 
+    def _note_disk(self, exc: Exception) -> None:
+        """Name the disk cap in ``exc``'s message when the item's sandbox filled it: a full disk
+        shows up as whichever step or check failed next, and the cap is what to raise."""
+        note = self.sandbox.disk_note() if self.sandbox is not None else None
+        if note is not None:
+            exc.args = (f"{exc} ({note})",)
+
     def reset(self, task: Task) -> Observation:
+        try:
+            return self._reset(task)
+        except (InfrastructureError, EvaluationError) as exc:
+            self._note_disk(exc)
+            raise
+
+    def _reset(self, task: Task) -> Observation:
         self._skip = None
         self._close_sandbox()
         self.last_setup, self.last_removed = [], []
@@ -402,6 +428,17 @@ class OpenComputerBenchmark(Benchmark):
         return self._desktop.observe(self.sandbox)
 
     def evaluate(self, task: Task, final_action: Action | None) -> Verdict:
+        try:
+            judged = self._evaluate(task)
+        except (InfrastructureError, EvaluationError) as exc:
+            self._note_disk(exc)
+            raise
+        note = self.sandbox.disk_note() if self.sandbox is not None else None
+        if note is not None:
+            judged = judged.model_copy(update={"reason": f"{judged.reason} ({note})"})
+        return judged
+
+    def _evaluate(self, task: Task) -> Verdict:
         if self._skip is not None:
             return Verdict(score=0.0, passed=None, reason=self._skip)
         if self.sandbox is None:
