@@ -66,10 +66,17 @@ def plugin_run(upstream: Path, end_states: Path, cwd: Path, task_ids: list[str],
     return records
 
 
+#: The reference's environment: no LLM judge reachable. With the ``openai`` package installed
+#: (the openai extra), OpenComputer's ``verify_task`` builds ``OpenAI()`` for an LLM-judged check
+#: and crashes without a key; with a key and an endpoint that refuses, each such check fails ("LLM
+#: judge error"), as it does without the package, and as the plugin scores it with no judge.
+NO_JUDGE = {"OPENAI_API_KEY": "no-judge", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+
+
 def reference_run(upstream: Path, task_id: str, out: Path, *args: str) -> dict[str, Any]:
     script = upstream.parent / "run_reference_harness.py"
     done = subprocess.run([sys.executable, str(script), str(upstream), task_id, str(out), "--no-sleep", *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=300, check=False, env={**os.environ, **NO_JUDGE})
     assert out.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(out.read_text())
 
