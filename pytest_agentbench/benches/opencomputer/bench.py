@@ -51,6 +51,7 @@ from pytest_agentbench.model import Action, Observation, Verdict
 from pytest_agentbench.settings import settings_of
 
 if TYPE_CHECKING:
+    from pytest_agentbench.benches.opencomputer.container import ContainerSession, DockerOptions
     from pytest_agentbench.benches.opencomputer.desktop import Desktop
     from pytest_agentbench.benches.opencomputer.harness import Harness
     from pytest_agentbench.benches.opencomputer.image import ImagePython
@@ -67,6 +68,28 @@ def _isolation(mode: str) -> Isolation:
         return choose_isolation(mode)
     except SandboxError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _docker_options(options: Any, checkout: Path | None, runs: bool) -> DockerOptions | None:
+    """``--opencomputer-backend docker``'s settings, checked now (daemon, image) when items run."""
+    if options.backend != "docker":
+        return None
+    from pytest_agentbench.benches.opencomputer.container import ContainerError, DockerOptions, check_docker
+
+    if options.end_state is not None:
+        raise ConfigError("--opencomputer-end-state is not supported with --opencomputer-backend docker yet: "
+                          "grade end states with the default backend (bwrap)")
+    if checkout is None:
+        raise ConfigError(f"--opencomputer-backend docker runs OpenComputer's own Docker backend from its checkout: "
+                          f"--opencomputer-tasks {options.tasks} is not in one (name it with --opencomputer-checkout)")
+    docker = DockerOptions(image=options.image, shm_size=options.docker_shm_size, memory=options.docker_memory,
+                           cpus=options.docker_cpus, ready_timeout=max(1, round(options.docker_ready_timeout)))
+    if runs:
+        try:
+            check_docker(docker.image)
+        except ContainerError as exc:
+            raise ConfigError(f"--opencomputer-backend docker: {exc}") from None
+    return docker
 
 
 class StandIn(Agent):
@@ -101,6 +124,7 @@ class OpenComputerBenchmark(Benchmark):
         isolation: Isolation | Callable[[], Isolation] | None = None,
         sandbox_base: str | Path | None = None,
         limits: Limits | None = None,
+        docker: DockerOptions | None = None,
     ) -> None:
         from pytest_agentbench.benches.opencomputer.harness import find_checkout
 
@@ -140,6 +164,15 @@ class OpenComputerBenchmark(Benchmark):
         self._skip: str | None = None
         self._unavailable: dict[str, str | None] = {}
         self._end_state_agent = StandIn("end-state", "end state given by --opencomputer-end-state")
+        #: --opencomputer-backend docker: the image and resources (None: bubblewrap sandboxes)
+        self.docker = docker
+        if docker is not None and self.checkout is None:
+            raise ValueError("--opencomputer-backend docker runs OpenComputer's own Docker backend from its checkout: "
+                             f"--opencomputer-tasks {self.tasks_arg} is not in one (name it with "
+                             "--opencomputer-checkout DIR)")
+        self.container: ContainerSession | None = None
+        self._app: str | None = None
+        self._image_apps: frozenset[str] | None = None
 
     @classmethod
     def from_config(cls, settings: Settings | None, *, isolation: Callable[[], Isolation] | None = None,
@@ -200,8 +233,9 @@ class OpenComputerBenchmark(Benchmark):
                 raise ConfigError(str(exc)) from None
         mode = settings.get("sandbox_isolation") or "auto"
         decide = isolation or (lambda: _isolation(mode))
+        docker = _docker_options(options, checkout, runs)
         wants_harness = options.harness == "opencomputer" or (options.harness == "auto" and checkout is not None)
-        if runs and (mode != "auto" or wants_harness):
+        if runs and docker is None and (mode != "auto" or wants_harness):
             decided = decide()  # decided now: an unusable required bwrap stops the run (exit 4)
             if options.harness == "opencomputer" and not decided.isolated:
                 raise ConfigError("--opencomputer-harness opencomputer runs OpenComputer's harness code in a "
@@ -210,7 +244,7 @@ class OpenComputerBenchmark(Benchmark):
             return cls(options.tasks, checkout=checkout, verifiers_dir=options.verifiers,
                        end_state_dir=options.end_state, timeout=options.timeout, judge=judge,
                        on_error=options.verifier_errors, harness=options.harness, python=options.python,
-                       isolation=decide, limits=limits)
+                       isolation=decide, limits=limits, docker=docker)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
@@ -304,11 +338,16 @@ class OpenComputerBenchmark(Benchmark):
     def _close_sandbox(self) -> None:
         box, self.sandbox = self.sandbox, None
         self._desktop = None
+        container, self.container = self.container, None
+        if container is not None:
+            container.close()
         if box is not None:
             box.close()
 
     def app_unavailable(self, app: str) -> str | None:
         """Why an agent cannot play ``app`` here (None when it can); looked up once per app."""
+        if self.docker is not None:
+            return self._image_lacks(app)
         if app not in self._unavailable:
             from pytest_agentbench.benches.opencomputer.desktop import unavailable
             from pytest_agentbench.infra.sandbox import SANDBOX_PATH
@@ -353,9 +392,46 @@ class OpenComputerBenchmark(Benchmark):
         except HarnessError as exc:
             raise InfrastructureError(str(exc)) from None
 
+    def _image_lacks(self, app: str) -> str | None:
+        """Why the docker image cannot play ``app``: its label lists the apps it holds (this
+        project's test image); an image without the label (OpenComputer's own) holds them all."""
+        if self._image_apps is None:
+            from pytest_agentbench.benches.opencomputer.container import image_apps
+
+            assert self.docker is not None
+            self._image_apps = image_apps(self.docker.image)
+        if self._image_apps and app not in self._image_apps:
+            return (f"app {app!r} is not in the image {self.docker.image if self.docker else ''} (it holds "
+                    f"{', '.join(sorted(self._image_apps))})")
+        return None
+
+    def _reset_container(self, task: Task) -> Observation:
+        from pytest_agentbench.benches.opencomputer.container import ContainerError, ContainerSession, run_id
+
+        assert self.docker is not None and self.checkout is not None
+        self._skip = self._image_lacks(task.domain)
+        if self._skip is not None:
+            return Observation(app_name=task.domain)
+        self._app = task.domain
+        self.container = ContainerSession(self.checkout, self.tasks_dir, self.docker, run_id())
+        try:
+            self.container.create(task.raw_config)
+            png = self.container.screenshot()
+        except ContainerError as exc:
+            raise InfrastructureError(str(exc)) from None
+        self.last_setup = ["setup_sandbox_session (docker)"]
+        return Observation(screenshot=png, app_name=task.domain, viewport=self.screen_size,
+                           raw={"container": self.container.container_id,
+                                "create_seconds": self.container.create_seconds})
+
     def reset(self, task: Task) -> Observation:
         self._skip = None
         self._close_sandbox()
+        if self.docker is not None:
+            data = task.raw_config
+            if BROKEN in data:
+                raise InfrastructureError(str(data[BROKEN]))
+            return self._reset_container(task)
         self.last_setup, self.last_removed = [], []
         data = task.raw_config
         if BROKEN in data:
@@ -396,6 +472,22 @@ class OpenComputerBenchmark(Benchmark):
         return self._desktop.observe(sandbox)
 
     def step(self, action: Action) -> Observation:
+        if self.container is not None:
+            import shlex
+
+            from pytest_agentbench.benches.opencomputer.container import ContainerError
+            from pytest_agentbench.benches.opencomputer.desktop import ACTION_TIMEOUT, PREAMBLE, to_pyautogui
+
+            code = PREAMBLE + to_pyautogui(action, self.screen_size)
+            try:
+                status, _, err = self.container.run(f"python3 -c {shlex.quote(code)}", timeout=ACTION_TIMEOUT)
+                if status != 0:
+                    raise InfrastructureError(f"action {action.describe()} failed in the container (exit {status}): "
+                                              f"{err.strip().splitlines()[-1] if err.strip() else 'no output'}")
+                png = self.container.screenshot()
+            except ContainerError as exc:
+                raise InfrastructureError(str(exc)) from None
+            return Observation(screenshot=png, app_name=self._app, viewport=self.screen_size)
         if self._desktop is None or self.sandbox is None:
             raise InfrastructureError(self._skip or "no desktop app is running for this task (reset first)")
         self._desktop.act(self.sandbox, action)
@@ -404,6 +496,8 @@ class OpenComputerBenchmark(Benchmark):
     def evaluate(self, task: Task, final_action: Action | None) -> Verdict:
         if self._skip is not None:
             return Verdict(score=0.0, passed=None, reason=self._skip)
+        if self.docker is not None:
+            return self._evaluate_container(task)
         if self.sandbox is None:
             raise EvaluationError(f"task {task.task_id} has no sandbox to grade (reset was not called)")
         from pytest_agentbench.benches.opencomputer.grading import verdict
@@ -430,6 +524,26 @@ class OpenComputerBenchmark(Benchmark):
             return verdict(checks, details, judge=self.judge, on_error=self.on_error)
         run = run_checks(self.sandbox, verifier, checks, timeout=self.timeout)
         return verdict(checks, run.details, judge=self.judge, on_error=self.on_error, errors=run.errors)
+
+    def _evaluate_container(self, task: Task) -> Verdict:
+        from pytest_agentbench.benches.opencomputer.container import ContainerError
+        from pytest_agentbench.benches.opencomputer.grading import verdict
+
+        if self.container is None:
+            raise EvaluationError(f"task {task.task_id} has no container to grade (reset was not called)")
+        assert self.checkout is not None
+        checks = task.raw_config["verification"]
+        try:
+            answer = self.container.verify(self.verifiers_dir or self.checkout / "verifiers",
+                                           self.tasks_dir / task.task_id, task.raw_config)
+        except ContainerError as exc:
+            raise EvaluationError(str(exc)) from None
+        details = answer.get("details")
+        if answer.get("error") or not isinstance(details, list) or len(details) != len(checks) or not all(
+                isinstance(d, dict) and isinstance(d.get("passed"), bool) for d in details):
+            raise EvaluationError(f"task {task.task_id}: OpenComputer's verify_task in the container: "
+                                  f"{answer.get('error') or 'a malformed result'}")
+        return verdict(checks, details, judge=self.judge, on_error=self.on_error)
 
     def close(self) -> None:
         self._close_sandbox()

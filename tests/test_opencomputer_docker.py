@@ -1,0 +1,160 @@
+"""``--opencomputer-backend docker``: items in containers made by OpenComputer's own Docker backend.
+
+The container tier needs ``AGENTBENCH_OPENCOMPUTER_UPSTREAM`` (an unmodified OpenComputer
+checkout), a Docker daemon (``DOCKER_HOST``) and ``AGENTBENCH_OPENCOMPUTER_IMAGE``, a desktop image
+built by ``python -m pytest_agentbench.benches.opencomputer.desktop_image CHECKOUT`` (``.ci/run``
+builds it and sets all three). Without them these tests skip with the reason; under
+``AGENTBENCH_REQUIRE_INTEROP=1`` they fail instead.
+
+The oracle (``data/opencomputer/docker_reference.py``) is OpenComputer's own task-runner sequence
+with no code of this project: ``setup_sandbox_session`` through its Docker backend, ``auto_save_app``,
+``verify_task``. The plugin's run of the same tasks in the same image, with an agent that does
+nothing, must give the same per-check verdicts and the same reward.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from interop import bench_records, unavailable
+
+REFERENCE = Path(__file__).parent / "data" / "opencomputer" / "docker_reference.py"
+IMAGE_VAR = "AGENTBENCH_OPENCOMPUTER_IMAGE"
+RUN_LABEL = "gui-synth-env.meta.run_id"
+#: Tasks of the test image's apps whose start states give mixed verdicts (and two Calc tasks).
+TASKS = ["gedit_delete_comment_lines", "gedit_reformat_json", "gedit_disable_autosave_font_change",
+         "gedit_sort_lines_manually", "gedit_log_filter_errors", "pcmanfm_cleanup_temp_files",
+         "pcmanfm_permission_lockdown", "pcmanfm_dedupe_and_consolidate", "calc_inventory_sort_filter",
+         "calc_pref_default_sheets_and_save_format"]
+
+
+def _docker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def _ours() -> list[str]:
+    """Containers any run of this plugin left (OpenComputer's run-id label, our prefix)."""
+    done = _docker("ps", "-a", "--filter", f"label={RUN_LABEL}", "--format", "{{.Names}} {{.Label \"" + RUN_LABEL
+                   + "\"}}")
+    return [line for line in done.stdout.splitlines() if " agentbench-" in line]
+
+
+@pytest.fixture(scope="module")
+def setup() -> tuple[Path, str]:
+    """(the checkout, the image); skip (fail under CI) when the container tier cannot run here."""
+    checkout = os.environ.get("AGENTBENCH_OPENCOMPUTER_UPSTREAM", "")
+    if not checkout or not (Path(checkout) / "computer_env" / "backends" / "docker" / "runtime.py").is_file():
+        unavailable("container tier: AGENTBENCH_OPENCOMPUTER_UPSTREAM does not name an OpenComputer checkout")
+    image = os.environ.get(IMAGE_VAR, "")
+    if not image:
+        unavailable(f"container tier: set {IMAGE_VAR} to a desktop image (python -m "
+                    "pytest_agentbench.benches.opencomputer.desktop_image CHECKOUT builds one)")
+    try:
+        version = _docker("version", "--format", "{{.Server.Version}}")
+    except FileNotFoundError:
+        unavailable("container tier: the docker command is not installed")
+    if version.returncode != 0:
+        unavailable(f"container tier: no Docker daemon answers ({version.stderr.strip()[-200:]})")
+    if _docker("image", "inspect", image).returncode != 0:
+        unavailable(f"container tier: {IMAGE_VAR}={image} is not an image on this daemon")
+    return Path(checkout), image
+
+
+def plugin_run(checkout: Path, image: str, cwd: Path, task_ids: list[str], *args: str) -> dict[str, dict[str, Any]]:
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
+            f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker", f"--opencomputer-image={image}",
+            "--bench-agent=noop", f"--bench-results-dir={cwd / 'results'}", *args]
+    for task_id in task_ids:
+        argv.append(f"--bench-task={task_id}")
+    return bench_records(argv, cwd, task_ids, 1500)
+
+
+def test_start_states_graded_in_containers_match_opencomputers_own_runs(setup: tuple[Path, str],
+                                                                       tmp_path: Path) -> None:
+    checkout, image = setup
+    out = tmp_path / "reference.json"
+    reference = subprocess.Popen([sys.executable, "-I", str(REFERENCE), str(checkout), image, str(out), *TASKS],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ours = plugin_run(checkout, image, tmp_path, TASKS)
+    _, err = reference.communicate(timeout=1500)
+    assert reference.returncode == 0, err[-3000:]
+    expected = json.loads(out.read_text())
+    table = []
+    for task_id in TASKS:
+        ref = expected[task_id]
+        assert "error" not in ref, (task_id, ref)
+        record = ours[task_id]
+        assert record["error"] is None, (task_id, record["error"], record.get("reason"))
+        verdicts = [bool(c["passed"]) for c in record["criteria"]]
+        table.append((task_id, ref["checks"], verdicts, ref["passed"] / ref["total"], record["score"]))
+    mismatched = [row for row in table if row[1] != row[2] or abs(row[3] - row[4]) > 1e-9]
+    assert not mismatched, mismatched
+    assert any(0 < row[3] < 1 for row in table)  # start states that pass some checks and fail others
+    assert not _ours(), _ours()
+
+
+def test_containers_are_removed_and_the_reaper_removes_what_a_killed_run_left(setup: tuple[Path, str],
+                                                                             tmp_path: Path) -> None:
+    checkout, image = setup
+    before = set(_ours())
+    assert not before, before
+    # a container a killed run left: made by OpenComputer's backend with this plugin's label, kept
+    # (its worker is SIGKILLed, so neither the close nor OpenComputer's atexit runs)
+    run_id = "agentbench-reaper-test"
+    code = (f"import sys; sys.path.insert(0, {str(checkout)!r}); from computer_env import create_env; "
+            f"e = create_env(backend='docker', docker_image={image!r}, docker_metadata={{'run_id': {run_id!r}}}); "
+            "print(e.container_id, flush=True); import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    made = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert made.stdout.strip(), made.stderr[-2000:]
+    assert len(_ours()) == 1, _ours()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-reap",
+                           "--opencomputer-backend=docker"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "removed 1 container(s)" in done.stdout, done.stdout
+    assert not _ours()
+
+
+def test_no_image_is_a_usage_error(setup: tuple[Path, str], tmp_path: Path) -> None:
+    checkout, _ = setup
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench=opencomputer",
+                           f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker",
+                           "--opencomputer-image=agentbench-no-such-image:none", "--bench-agent=noop"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Docker image 'agentbench-no-such-image:none' is not there" in done.stderr, done.stderr
+
+
+def test_no_docker_daemon_is_a_usage_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    """Anywhere (no daemon needed): a DOCKER_HOST nobody answers at stops the run at configure time."""
+    tasks = Path(__file__).parent / "data" / "opencomputer" / "tasks"
+    checkout = tmp_path / "oc"
+    for marker in ("evaluation/runtime/verification.py", "evaluation/runtime/sandbox_session.py",
+                   "evaluation/apps/registry.py", "computer_env/backends/base.py"):
+        (checkout / marker).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / marker).write_text("")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nobody.sock")
+    result = pytester.runpytest_subprocess("--bench=opencomputer", f"--opencomputer-tasks={tasks}",
+                                           f"--opencomputer-checkout={checkout}", "--opencomputer-backend=docker",
+                                           "--bench-agent=noop")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1, result.errlines
+    assert "--opencomputer-backend docker:" in errors[0]
+    assert ("no Docker daemon answers" in errors[0] or "docker command is not installed" in errors[0]), errors
+
+
+def test_bad_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    tasks = Path(__file__).parent / "data" / "opencomputer" / "tasks"
+    result = pytester.runpytest_subprocess("--bench=opencomputer", f"--opencomputer-tasks={tasks}",
+                                           "--opencomputer-backend=podman", "--bench-agent=noop")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("--opencomputer-backend" in line and "podman" in line for line in result.errlines), result.errlines
