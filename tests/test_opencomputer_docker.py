@@ -66,10 +66,11 @@ def setup() -> tuple[Path, str]:
     return Path(checkout), image
 
 
-def plugin_run(checkout: Path, image: str, cwd: Path, task_ids: list[str], *args: str) -> dict[str, dict[str, Any]]:
+def plugin_run(checkout: Path, image: str, cwd: Path, task_ids: list[str], *args: str,
+               agent: str = "noop") -> dict[str, dict[str, Any]]:
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
             f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker", f"--opencomputer-image={image}",
-            "--bench-agent=noop", f"--bench-results-dir={cwd / 'results'}", *args]
+            f"--bench-agent={agent}", f"--bench-results-dir={cwd / 'results'}", *args]
     for task_id in task_ids:
         argv.append(f"--bench-task={task_id}")
     return bench_records(argv, cwd, task_ids, 1500)
@@ -93,8 +94,12 @@ def test_start_states_graded_in_containers_match_opencomputers_own_runs(setup: t
         assert record["error"] is None, (task_id, record["error"], record.get("reason"))
         verdicts = [bool(c["passed"]) for c in record["criteria"]]
         table.append((task_id, ref["checks"], verdicts, ref["passed"] / ref["total"], record["score"]))
-    mismatched = [row for row in table if row[1] != row[2] or abs(row[3] - row[4]) > 1e-9]
+    # the record keeps the reward to 4 decimals
+    mismatched = [row for row in table if row[1] != row[2] or abs(round(row[3], 4) - row[4]) > 1e-9]
     assert not mismatched, mismatched
+    for task_id, _, verdicts, _, _ in table:  # the figures, with -s
+        print(f"{task_id}: {sum(verdicts)}/{len(verdicts)} passed on both sides; reference setup "
+              f"{expected[task_id]['setup_seconds']} s")
     assert any(0 < row[3] < 1 for row in table)  # start states that pass some checks and fail others
     assert not _ours(), _ours()
 
@@ -158,3 +163,23 @@ def test_bad_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
                                            "--opencomputer-backend=podman", "--bench-agent=noop")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert any("--opencomputer-backend" in line and "podman" in line for line in result.errlines), result.errlines
+
+
+def test_the_scripted_agent_plays_a_task_in_the_container(setup: tuple[Path, str], tmp_path: Path) -> None:
+    """Screenshots are the container's (scrot through OpenComputer's backend), actions are pyautogui
+    code run in the container: the scripted agent solves the gedit task, as on the host desktop."""
+    from test_opencomputer_desktop import SCRIPT, TASK
+
+    checkout, image = setup
+    # XFCE opens gedit unmaximized at the top left: the editor's text area is around (400, 400)
+    script_steps = [dict(step, x=400, y=400) if step["type"] == "click" else step for step in SCRIPT]
+    (tmp_path / "script.json").write_text(json.dumps({TASK: script_steps}))
+    script = f"--bench-agent-script={tmp_path / 'script.json'}"
+    records = plugin_run(checkout, image, tmp_path, [TASK], script, "--bench-screenshots=on", agent="scripted")
+    record = records[TASK]
+    assert record["error"] is None, record
+    assert record["score"] == 1.0 and record["passed"] is True, record["reason"]
+    shots = sorted(tmp_path.rglob(f"tasks/opencomputer/{TASK}/*.png"))
+    assert len(shots) >= len(script_steps), shots
+    assert shots[0].read_bytes().startswith(b"\x89PNG")
+    assert not _ours(), _ours()
