@@ -183,3 +183,60 @@ def test_the_scripted_agent_plays_a_task_in_the_container(setup: tuple[Path, str
     assert len(shots) >= len(script_steps), shots
     assert shots[0].read_bytes().startswith(b"\x89PNG")
     assert not _ours(), _ours()
+
+
+def test_n_workers_run_containers_at_once_under_one_run_id(setup: tuple[Path, str], tmp_path: Path) -> None:
+    import threading
+    import time
+
+    checkout, image = setup
+    tasks = ["gedit_reformat_json", "gedit_log_filter_errors", "pcmanfm_permission_lockdown",
+             "pcmanfm_cleanup_temp_files"]
+    seen: list[list[str]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append(_ours())
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        records = plugin_run(checkout, image, tmp_path, tasks, "-n", "2")
+    finally:
+        stop.set()
+        watcher.join()
+    assert all(record["error"] is None for record in records.values()), records
+    assert {record["worker"] for record in records.values()} == {"gw0", "gw1"}
+    assert max(len(names) for names in seen) == 2, seen  # two containers at once, never more
+    assert len({line.split()[1] for names in seen for line in names}) == 1  # one run id on all of them
+    assert not _ours(), _ours()
+
+
+def test_a_killed_pytest_leaves_no_container(setup: tuple[Path, str], tmp_path: Path) -> None:
+    """SIGKILL of pytest mid-item: the item's worker sees its pipe close and removes the container."""
+    import signal
+    import time
+
+    checkout, image = setup
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
+                             f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker",
+                             f"--opencomputer-image={image}", "--bench-agent=noop",
+                             "--bench-task=calc_inventory_sort_filter"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not _ours() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        assert _ours(), "no container appeared"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 90
+        while _ours() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not _ours(), _ours()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -103,14 +103,14 @@ def check_docker(image: str) -> None:
                              f"{entrypoint!r}, not gui-synth-entrypoint.sh)")
 
 
-#: The run's id on its containers' labels: ``AGENTBENCH_RUN_ID`` when set (xdist workers inherit
-#: it from the controller), else made once per process.
+#: The run's id on its containers' labels: ``AGENTBENCH_RUN_ID`` when set, else the xdist run's id
+#: (``PYTEST_XDIST_TESTRUNUID``, the same in every worker of a run), else made once per process.
 _RUN_ID: list[str] = []
 
 
 def run_id() -> str:
     if not _RUN_ID:
-        _RUN_ID.append(os.environ.get("AGENTBENCH_RUN_ID") or
+        _RUN_ID.append(os.environ.get("AGENTBENCH_RUN_ID") or os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:16] or
                        time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.getpid()}-{secrets.token_hex(3)}")
     return _RUN_ID[0]
 
