@@ -47,10 +47,11 @@ def waa_upstream() -> Path:
     return snapshot(WAA_UPSTREAM, "a WindowsAgentArena checkout (e.g. ../shared/interop/waa/upstream)")
 
 
-def bench_records(argv: list[str], cwd: Path, task_ids: list[str], timeout: float) -> dict[str, dict[str, Any]]:
+def bench_records(argv: list[str], cwd: Path, task_ids: list[str], timeout: float,
+                  env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Run pytest ``argv`` (whose ``--bench-results-dir`` is ``cwd/results``) in ``cwd``; the result
     records by task id, one for each of ``task_ids``."""
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-2000:]
     records: dict[str, dict[str, Any]] = {}
     for results in (cwd / "results").rglob("results.jsonl"):

@@ -38,11 +38,16 @@ def _docker(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60, check=False)
 
 
-def _ours() -> list[str]:
-    """Containers any run of this plugin left (OpenComputer's run-id label, our prefix)."""
-    done = _docker("ps", "-a", "--filter", f"label={RUN_LABEL}", "--format", "{{.Names}} {{.Label \"" + RUN_LABEL
-                   + "\"}}")
-    return [line for line in done.stdout.splitlines() if " agentbench-" in line]
+def _ours(run: str) -> list[str]:
+    """The containers of the plugin's run ``run`` (OpenComputer's run-id label): "name label" lines.
+    Each test names its own runs: the tests of this file may run at once on xdist workers."""
+    done = _docker("ps", "-a", "--filter", f"label={RUN_LABEL}=agentbench-{run}", "--format",
+                   "{{.Names}} {{.Label \"" + RUN_LABEL + "\"}}")
+    return done.stdout.splitlines()
+
+
+def _run_id(tmp_path: Path) -> str:
+    return f"test-{os.getpid()}-{tmp_path.name}"[:60]
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +72,19 @@ def setup() -> tuple[Path, str]:
 
 
 def plugin_run(checkout: Path, image: str, cwd: Path, task_ids: list[str], *args: str,
-               agent: str = "noop") -> dict[str, dict[str, Any]]:
+               agent: str = "noop", run: str | None = None) -> dict[str, dict[str, Any]]:
+    """The plugin's run (its containers labelled with ``run``: AGENTBENCH_RUN_ID, or xdist's
+    --testrunuid in ``args`` when None)."""
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
             f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker", f"--opencomputer-image={image}",
             f"--bench-agent={agent}", f"--bench-results-dir={cwd / 'results'}", *args]
     for task_id in task_ids:
         argv.append(f"--bench-task={task_id}")
-    return bench_records(argv, cwd, task_ids, 1500)
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("AGENTBENCH_RUN_ID", "PYTEST_XDIST_TESTRUNUID")}
+    if run is not None:
+        env["AGENTBENCH_RUN_ID"] = run
+    return bench_records(argv, cwd, task_ids, 1500, env=env)
 
 
 def test_start_states_graded_in_containers_match_opencomputers_own_runs(setup: tuple[Path, str],
@@ -82,7 +93,8 @@ def test_start_states_graded_in_containers_match_opencomputers_own_runs(setup: t
     out = tmp_path / "reference.json"
     reference = subprocess.Popen([sys.executable, "-I", str(REFERENCE), str(checkout), image, str(out), *TASKS],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    ours = plugin_run(checkout, image, tmp_path, TASKS)
+    run = _run_id(tmp_path)
+    ours = plugin_run(checkout, image, tmp_path, TASKS, run=run)
     _, err = reference.communicate(timeout=1500)
     assert reference.returncode == 0, err[-3000:]
     expected = json.loads(out.read_text())
@@ -101,30 +113,29 @@ def test_start_states_graded_in_containers_match_opencomputers_own_runs(setup: t
         print(f"{task_id}: {sum(verdicts)}/{len(verdicts)} passed on both sides; reference setup "
               f"{expected[task_id]['setup_seconds']} s")
     assert any(0 < row[3] < 1 for row in table)  # start states that pass some checks and fail others
-    assert not _ours(), _ours()
+    assert not _ours(run), _ours(run)
 
 
 def test_containers_are_removed_and_the_reaper_removes_what_a_killed_run_left(setup: tuple[Path, str],
                                                                              tmp_path: Path) -> None:
     checkout, image = setup
-    before = set(_ours())
-    assert not before, before
     # a container a killed run left: made by OpenComputer's backend with this plugin's label, kept
     # (its worker is SIGKILLed, so neither the close nor OpenComputer's atexit runs)
-    run_id = "agentbench-reaper-test"
+    run = _run_id(tmp_path)
+    run_id = f"agentbench-{run}"
     code = (f"import sys; sys.path.insert(0, {str(checkout)!r}); from computer_env import create_env; "
             f"e = create_env(backend='docker', docker_image={image!r}, docker_metadata={{'run_id': {run_id!r}}}); "
             "print(e.container_id, flush=True); import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     made = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,
                           check=False)
     assert made.stdout.strip(), made.stderr[-2000:]
-    assert len(_ours()) == 1, _ours()
+    assert len(_ours(run)) == 1, _ours(run)
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-reap",
-                           "--opencomputer-backend=docker"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, check=False)
+                           "--opencomputer-backend=docker", f"--agentbench-reap-run={run}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "removed 1 container(s)" in done.stdout, done.stdout
-    assert not _ours()
+    assert not _ours(run)
 
 
 def test_no_image_is_a_usage_error(setup: tuple[Path, str], tmp_path: Path) -> None:
@@ -175,14 +186,15 @@ def test_the_scripted_agent_plays_a_task_in_the_container(setup: tuple[Path, str
     script_steps = [dict(step, x=400, y=400) if step["type"] == "click" else step for step in SCRIPT]
     (tmp_path / "script.json").write_text(json.dumps({TASK: script_steps}))
     script = f"--bench-agent-script={tmp_path / 'script.json'}"
-    records = plugin_run(checkout, image, tmp_path, [TASK], script, "--bench-screenshots=on", agent="scripted")
+    run = _run_id(tmp_path)
+    records = plugin_run(checkout, image, tmp_path, [TASK], script, "--bench-screenshots=on", agent="scripted", run=run)
     record = records[TASK]
     assert record["error"] is None, record
     assert record["score"] == 1.0 and record["passed"] is True, record["reason"]
     shots = sorted(tmp_path.rglob(f"tasks/opencomputer/{TASK}/*.png"))
     assert len(shots) >= len(script_steps), shots
     assert shots[0].read_bytes().startswith(b"\x89PNG")
-    assert not _ours(), _ours()
+    assert not _ours(run), _ours(run)
 
 
 def test_n_workers_run_containers_at_once_under_one_run_id(setup: tuple[Path, str], tmp_path: Path) -> None:
@@ -192,26 +204,26 @@ def test_n_workers_run_containers_at_once_under_one_run_id(setup: tuple[Path, st
     checkout, image = setup
     tasks = ["gedit_reformat_json", "gedit_log_filter_errors", "pcmanfm_permission_lockdown",
              "pcmanfm_cleanup_temp_files"]
+    uid = f"n2{os.getpid()}{tmp_path.name}".replace("_", "")[:16]  # xdist's --testrunuid: the workers' run id
     seen: list[list[str]] = []
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
-            seen.append(_ours())
+            seen.append(_ours(uid[:16]))
             time.sleep(0.5)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        records = plugin_run(checkout, image, tmp_path, tasks, "-n", "2")
+        records = plugin_run(checkout, image, tmp_path, tasks, "-n", "2", f"--testrunuid={uid}")
     finally:
         stop.set()
         watcher.join()
     assert all(record["error"] is None for record in records.values()), records
     assert {record["worker"] for record in records.values()} == {"gw0", "gw1"}
     assert max(len(names) for names in seen) == 2, seen  # two containers at once, never more
-    assert len({line.split()[1] for names in seen for line in names}) == 1  # one run id on all of them
-    assert not _ours(), _ours()
+    assert not _ours(uid[:16]), _ours(uid[:16])
 
 
 def test_a_killed_pytest_leaves_no_container(setup: tuple[Path, str], tmp_path: Path) -> None:
@@ -220,23 +232,58 @@ def test_a_killed_pytest_leaves_no_container(setup: tuple[Path, str], tmp_path: 
     import time
 
     checkout, image = setup
+    run = _run_id(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
                              f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker",
                              f"--opencomputer-image={image}", "--bench-agent=noop",
                              "--bench-task=calc_inventory_sort_filter"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "AGENTBENCH_RUN_ID": run})
     try:
         deadline = time.monotonic() + 240
-        while not _ours() and time.monotonic() < deadline and proc.poll() is None:
+        while not _ours(run) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
-        assert _ours(), "no container appeared"
+        assert _ours(run), "no container appeared"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 90
-        while _ours() and time.monotonic() < deadline:
+        while _ours(run) and time.monotonic() < deadline:
             time.sleep(1)
-        assert not _ours(), _ours()
+        assert not _ours(run), _ours(run)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_container_that_dies_mid_item_is_that_items_infrastructure_error(setup: tuple[Path, str],
+                                                                          tmp_path: Path) -> None:
+    import threading
+    import time
+
+    checkout, image = setup
+    task = "gedit_reformat_json"
+    run = _run_id(tmp_path)
+    (tmp_path / "script.json").write_text(json.dumps({task: [{"type": "wait", "seconds": 20},
+                                                             {"type": "key", "key": "a"}]}))
+
+    def kill_it() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            names = _ours(run)
+            if names:
+                time.sleep(8)  # the app is up and the agent waits: the container goes away
+                _docker("rm", "-f", names[0].split()[0])
+                return
+            time.sleep(0.5)
+
+    killer = threading.Thread(target=kill_it, daemon=True)
+    killer.start()
+    records = plugin_run(checkout, image, tmp_path, [task], f"--bench-agent-script={tmp_path / 'script.json'}",
+                         agent="scripted", run=run)
+    killer.join()
+    record = records[task]
+    assert record["error_type"] == "infrastructure", record
+    assert "OpenComputer's Docker backend" in record["error"], record["error"]
+    assert "\n" not in record["error"]
+    assert not _ours(run), _ours(run)
