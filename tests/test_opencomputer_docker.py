@@ -14,6 +14,7 @@ nothing, must give the same per-check verdicts and the same reward.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -286,4 +287,87 @@ def test_a_container_that_dies_mid_item_is_that_items_infrastructure_error(setup
     assert record["error_type"] == "infrastructure", record
     assert "OpenComputer's Docker backend" in record["error"], record["error"]
     assert "\n" not in record["error"]
+    assert not _ours(run), _ours(run)
+
+
+def _fake_checkout(root: Path) -> Path:
+    from pytest_agentbench.benches.opencomputer.desktop_image import CHECKOUT_FILES
+
+    for rel in CHECKOUT_FILES:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel}\n")
+    return root
+
+
+def test_the_test_image_is_keyed_by_the_content_of_its_inputs(tmp_path: Path) -> None:
+    """The image is rebuilt only when an input changes: the checkout's entrypoint, the app list."""
+    from pytest_agentbench.benches.opencomputer.desktop_image import HASH_LABEL, plan
+
+    checkout = _fake_checkout(tmp_path / "oc")
+    first = plan(checkout)
+    assert plan(checkout).digest == first.digest
+    assert f'{HASH_LABEL}="{first.digest}"' in first.dockerfile
+    assert "COPY oc/computer_env/provision/docker/entrypoint.sh /usr/local/bin/gui-synth-entrypoint.sh" in \
+        first.dockerfile
+    assert plan(checkout, apps=("gedit",)).digest != first.digest
+    (checkout / "computer_env/provision/docker/entrypoint.sh").write_text("#!/bin/bash\n# changed\n")
+    assert plan(checkout).digest != first.digest
+
+
+def test_the_test_image_needs_an_opencomputer_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_agentbench.benches.opencomputer.desktop_image import main
+
+    checkout = _fake_checkout(tmp_path / "oc")
+    (checkout / "computer_env/provision/docker/healthcheck.sh").unlink()
+    assert main([str(checkout), "--tag", "agentbench-never-built:none"]) == 1
+    assert capsys.readouterr().err == (f"error: {checkout}/computer_env/provision/docker/healthcheck.sh does not "
+                                       "exist: CHECKOUT must be an OpenComputer checkout\n")
+    assert main([str(_fake_checkout(tmp_path / "oc2")), "--apps", "gimp"]) == 1
+    assert "unknown app 'gimp'" in capsys.readouterr().err
+
+
+#: solved states in two apps: the reference runs the script in the container after setup; the
+#: plugin lays the same result as an overlay folder (``.deleted`` for removals)
+PCMANFM_REMOVED = ["Documents/project/cache.tmp", "Documents/project/old_config.bak", "Documents/project/debug.log",
+                   "Documents/project/session.tmp", "Documents/project/error.log"]
+SORTED_FRUITS = "Apple\nBanana\nCherry\nDate\nElderberry\nFig\nGrape\nMango\n"
+
+
+def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: tuple[Path, str],
+                                                                         tmp_path: Path) -> None:
+    checkout, image = setup
+    ends = tmp_path / "ends"
+    data = json.loads((checkout / "task_generator/tasks/gedit_reformat_json/env/data.json").read_text())
+    reformatted = json.dumps(data, indent=2) + "\n"
+    overlays = {"gedit_reformat_json": {"Documents/data.json": reformatted},
+                "gedit_sort_lines_manually": {"Documents/fruits.txt": SORTED_FRUITS}}
+    solve = {"pcmanfm_cleanup_temp_files": "cd /home/user && rm -f " + " ".join(PCMANFM_REMOVED)}
+    (ends / "pcmanfm_cleanup_temp_files").mkdir(parents=True)
+    (ends / "pcmanfm_cleanup_temp_files" / ".deleted").write_text("\n".join(PCMANFM_REMOVED) + "\n")
+    for task_id, files in overlays.items():
+        script = []
+        for rel, text in files.items():
+            (ends / task_id / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ends / task_id / rel).write_text(text)
+            encoded = base64.b64encode(text.encode()).decode()
+            script.append(f"echo {encoded} | base64 -d > /home/user/{rel}")
+        solve[task_id] = "\n".join(script)
+    (tmp_path / "solve.json").write_text(json.dumps(solve))
+    tasks = sorted(solve)
+    out = tmp_path / "reference.json"
+    reference = subprocess.Popen([sys.executable, "-I", str(REFERENCE), str(checkout), image, str(out), "--solve",
+                                  str(tmp_path / "solve.json"), *tasks],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = _run_id(tmp_path)
+    ours = plugin_run(checkout, image, tmp_path, tasks, f"--opencomputer-end-state={ends}", run=run)
+    _, err = reference.communicate(timeout=1500)
+    assert reference.returncode == 0, err[-3000:]
+    expected = json.loads(out.read_text())
+    for task_id in tasks:
+        ref, record = expected[task_id], ours[task_id]
+        assert "error" not in ref and record["error"] is None, (task_id, ref, record["error"])
+        assert [bool(c["passed"]) for c in record["criteria"]] == ref["checks"], (task_id, record["reason"])
+        assert record["score"] == round(ref["passed"] / ref["total"], 4), task_id
+    assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
+    assert ours["gedit_sort_lines_manually"]["score"] == 1.0  # the start state passes 4 of 10
     assert not _ours(run), _ours(run)

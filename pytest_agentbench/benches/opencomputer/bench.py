@@ -23,6 +23,7 @@ the next ``reset`` (or ``close``), so a test can look at it after the episode; i
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -76,9 +77,6 @@ def _docker_options(options: Any, checkout: Path | None, runs: bool) -> DockerOp
         return None
     from pytest_agentbench.benches.opencomputer.container import ContainerError, DockerOptions, check_docker
 
-    if options.end_state is not None:
-        raise ConfigError("--opencomputer-end-state is not supported with --opencomputer-backend docker yet: "
-                          "grade end states with the default backend (bwrap)")
     if checkout is None:
         raise ConfigError(f"--opencomputer-backend docker runs OpenComputer's own Docker backend from its checkout: "
                           f"--opencomputer-tasks {options.tasks} is not in one (name it with --opencomputer-checkout)")
@@ -405,6 +403,18 @@ class OpenComputerBenchmark(Benchmark):
                     f"{', '.join(sorted(self._image_apps))})")
         return None
 
+    def _end_state(self, task: Task) -> Path | None:
+        """The task's end state in ``--opencomputer-end-state``; None (the item is skipped, saying
+        why) when it has none."""
+        from pytest_agentbench.benches.opencomputer import environment
+
+        assert self.end_state_dir is not None
+        end_state = environment.find_end_state(self.end_state_dir, task.task_id)
+        if end_state is None:
+            self._skip = (f"no end state for this task: neither {self.end_state_dir / task.task_id} nor "
+                          f"{self.end_state_dir / task.task_id}.tar[.gz] exists")
+        return end_state
+
     def _reset_container(self, task: Task) -> Observation:
         from pytest_agentbench.benches.opencomputer.container import ContainerError, ContainerSession, run_id
 
@@ -412,10 +422,27 @@ class OpenComputerBenchmark(Benchmark):
         self._skip = self._image_lacks(task.domain)
         if self._skip is not None:
             return Observation(app_name=task.domain)
+        from pytest_agentbench.benches.opencomputer import environment
+
+        end_state = None
+        if self.end_state_dir is not None:
+            end_state = self._end_state(task)
+            if end_state is None:
+                return Observation(app_name=task.domain)
+            end_state = end_state.resolve()
+            if end_state.is_file() or (end_state / environment.SNAPSHOT_MARKER).exists():
+                raise InfrastructureError(f"end state {end_state}: only overlay folders (with an optional .deleted "
+                                          "list) are laid in containers yet, not whole-home snapshots")
         self._app = task.domain
         self.container = ContainerSession(self.checkout, self.tasks_dir, self.docker, run_id())
         try:
             self.container.create(task.raw_config)
+            if end_state is not None:
+                try:
+                    removals = [str(rel) for rel in environment.deleted_paths(end_state)]
+                except environment.EndStateError as exc:
+                    raise InfrastructureError(f"end state {exc}") from None
+                self.last_removed = self.container.lay_overlay(end_state, removals)
             png = self.container.screenshot()
         except ContainerError as exc:
             raise InfrastructureError(str(exc)) from None
@@ -439,10 +466,8 @@ class OpenComputerBenchmark(Benchmark):
         if self.end_state_dir is not None:
             from pytest_agentbench.benches.opencomputer import environment
 
-            end_state = environment.find_end_state(self.end_state_dir, task.task_id)
+            end_state = self._end_state(task)
             if end_state is None:
-                self._skip = (f"no end state for this task: neither {self.end_state_dir / task.task_id} nor "
-                              f"{self.end_state_dir / task.task_id}.tar[.gz] exists")
                 return Observation(app_name=task.domain)
             sandbox = self._new_sandbox()
             self._prepare(sandbox, task)
@@ -535,7 +560,8 @@ class OpenComputerBenchmark(Benchmark):
         checks = task.raw_config["verification"]
         try:
             answer = self.container.verify(self.verifiers_dir or self.checkout / "verifiers",
-                                           self.tasks_dir / task.task_id, task.raw_config)
+                                           self.tasks_dir / task.task_id, task.raw_config,
+                                           save=self.end_state_dir is None)  # an end state is already saved
         except ContainerError as exc:
             raise EvaluationError(str(exc)) from None
         details = answer.get("details")
@@ -557,6 +583,13 @@ class OpenComputerBenchmark(Benchmark):
             "timeout": self.timeout, "verifier_errors": self.on_error, "judge": self.judge is not None,
             "harness_option": self.harness_choice,
         }
+        if self.docker is not None:
+            facts["backend"] = {"name": "docker", "image": self.docker.image, "shm_size": self.docker.shm_size,
+                                "memory": self.docker.memory, "cpus": self.docker.cpus,
+                                "ready_timeout": self.docker.ready_timeout,
+                                "docker_host": os.environ.get("DOCKER_HOST")}
+            facts["harness"] = "opencomputer"
+            return facts
         if self._isolation is not None:
             facts["sandbox"] = self._isolation.describe()
             facts["harness"] = "opencomputer" if self.harness is not None else "builtin"

@@ -25,6 +25,7 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,17 +146,26 @@ def reap(run_id: str | None = None) -> tuple[list[str], list[str]]:
     return removed, failures
 
 
+def _owned(uid: int, name: str, keep: Callable[[tarfile.TarInfo], bool],
+           ) -> Callable[[tarfile.TarInfo], tarfile.TarInfo | None]:
+    """A tar filter: the members ``keep`` accepts, owned by ``uid``/``name`` in the archive."""
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if not keep(info):
+            return None
+        info.uid = info.gid = uid
+        info.uname = info.gname = name
+        return info
+
+    return owned
+
+
 def _grading_tar(checkout: Path, verifiers: Path, task_dir: Path, app: str) -> bytes:
     """The harness worker, the checkout's ``evaluation`` and ``computer_env``, the app's verifier
     folder and this task's folder, laid out as ``harness.py`` binds them into a sandbox."""
     buffer = io.BytesIO()
 
-    def skip(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        if "__pycache__" in info.name.split("/") or info.issym() or info.islnk():
-            return None
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        return info
+    skip = _owned(0, "root", lambda info: "__pycache__" not in info.name.split("/") and not info.issym()
+                  and not info.islnk())
 
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         tar.add(HARNESS_WORKER, "harness_worker.py", filter=skip)
@@ -262,6 +272,34 @@ class ContainerSession:
         if not isinstance(answer, dict):
             raise ContainerError(f"OpenComputer's verify_task in the container failed: {_why(done)}")
         return answer
+
+    def lay_overlay(self, folder: Path, removals: list[str]) -> list[str]:
+        """Lay an end-state folder over the container's ``/home/user`` (as its user; symlinks are
+        copied as symlinks, never read here), then remove ``removals`` (paths relative to the home);
+        the ones that were there."""
+        if self.container_id is None:
+            raise ContainerError("no container to lay the end state in")
+        buffer = io.BytesIO()
+
+        own = _owned(1000, "user", lambda info: info.name not in ("./.deleted", "./.snapshot")
+                     and (info.isfile() or info.isdir() or info.issym()))
+
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            tar.add(folder, ".", filter=own)
+        done = docker("exec", "-i", "--user", "user", self.container_id, "tar", "-x", "--no-same-owner", "-C",
+                      "/home/user", input=buffer.getvalue(), timeout=300)
+        if done.returncode != 0:
+            raise ContainerError(f"the end state {folder} could not be laid in the container: {_why(done)}")
+        removed = []
+        for rel in removals:
+            path = f"/home/user/{rel}"
+            done = docker("exec", "--user", "user", self.container_id, "sh", "-c",
+                          'if [ -e "$1" ] || [ -L "$1" ]; then rm -rf -- "$1" && echo removed; fi', "sh", path)
+            if done.returncode != 0:
+                raise ContainerError(f"{rel} could not be removed in the container: {_why(done)}")
+            if done.stdout.strip() == b"removed":
+                removed.append(rel)
+        return removed
 
     def close(self) -> None:
         """Remove the container (through the backend, then by id should the worker be gone)."""

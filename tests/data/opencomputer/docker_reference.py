@@ -2,7 +2,11 @@
 pytest-agentbench: ``setup_sandbox_session`` with its Docker backend, the app's ``auto_save_app``
 (when it has a save shortcut), then ``verify_task``; the container is killed after each task.
 
-    python docker_reference.py CHECKOUT IMAGE OUT.json TASK_ID...
+    python docker_reference.py CHECKOUT IMAGE OUT.json [--solve SOLVE.json] TASK_ID...
+
+``--solve`` names a JSON file mapping task ids to a bash script: run in the container after setup
+(``sandbox.commands.run``), as the agent's work; such a task is graded without the auto-save (its
+files are already written, as an end state's are).
 
 OUT.json maps each task id to ``{"passed", "total", "checks": [bool...], "setup_seconds"}`` or
 ``{"error": "..."}``. LLM-judged checks are answered "failed" (no judge configured), as the plugin
@@ -18,6 +22,12 @@ import time
 
 def main() -> None:
     checkout, image, out = sys.argv[1:4]
+    tasks = sys.argv[4:]
+    solve: dict[str, str] = {}
+    if tasks[:1] == ["--solve"]:
+        with open(tasks[1]) as handle:
+            solve = json.load(handle)
+        tasks = tasks[2:]
     sys.path.insert(0, checkout)
     from evaluation.apps.registry import get_app_spec
     from evaluation.apps.save import auto_save_app
@@ -27,7 +37,7 @@ def main() -> None:
     verification._llm_judge_criteria = lambda criteria, shots, outputs: [
         {"passed": False, "reason": "no judge"} for _ in criteria]
     results = {}
-    for task_id in sys.argv[4:]:
+    for task_id in tasks:
         with open(f"{checkout}/task_generator/tasks/{task_id}/task.json") as handle:
             task = json.load(handle)
         started = time.monotonic()
@@ -39,7 +49,9 @@ def main() -> None:
         setup_seconds = time.monotonic() - started
         try:
             spec = get_app_spec(task["app"])
-            if spec.save_shortcut:
+            if task_id in solve:
+                session.sandbox.commands.run(solve[task_id], timeout=60)
+            elif spec.save_shortcut:
                 auto_save_app(session.sandbox, task["app"], spec.save_shortcut, save_window_name=spec.save_window_name)
             passed, total, details = verification.verify_task(session.sandbox, task["app"], task["verification"])
             results[task_id] = {"passed": passed, "total": total, "checks": [bool(d["passed"]) for d in details],
