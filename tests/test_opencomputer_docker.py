@@ -194,7 +194,12 @@ def test_the_scripted_agent_plays_a_task_in_the_container(setup: tuple[Path, str
     assert record["score"] == 1.0 and record["passed"] is True, record["reason"]
     shots = sorted(tmp_path.rglob(f"tasks/opencomputer/{TASK}/*.png"))
     assert len(shots) >= len(script_steps), shots
-    assert shots[0].read_bytes().startswith(b"\x89PNG")
+    from PIL import Image, ImageChops
+
+    folder = shots[0].parent
+    with Image.open(folder / "step_000.png") as first, Image.open(folder / "final.png") as final:
+        assert first.size == final.size == (1920, 1080)  # OpenComputer's display, from the container
+        assert ImageChops.difference(first.convert("RGB"), final.convert("RGB")).getbbox() is not None
     assert not _ours(run), _ours(run)
 
 
@@ -370,4 +375,17 @@ def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: 
         assert record["score"] == round(ref["passed"] / ref["total"], 4), task_id
     assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
     assert ours["gedit_sort_lines_manually"]["score"] == 1.0  # the start state passes 4 of 10
+    assert not _ours(run), _ours(run)
+
+
+def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], tmp_path: Path) -> None:
+    from test_opencomputer_desktop import TASK, WORKFLOW
+
+    checkout, image = setup
+    (tmp_path / "bundles" / TASK).mkdir(parents=True)
+    (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(WORKFLOW, indent=1))
+    run = _run_id(tmp_path)
+    records = plugin_run(checkout, image, tmp_path, [TASK], f"--bench-replay-bundles={tmp_path / 'bundles'}",
+                         agent="replay", run=run)
+    assert (records[TASK]["passed"], records[TASK]["score"]) == (True, 1.0), records[TASK]["reason"]
     assert not _ours(run), _ours(run)
