@@ -316,14 +316,16 @@ class ContainerSession:
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
-        if proc is not None:  # whatever the worker's container is, should it not have removed it
+        left: list[str] = []
+        if proc is not None:  # the worker's container (its labels), should the worker not have removed it
             done = docker("ps", "-aq", "--filter", f"label={RUN_LABEL}={RUN_PREFIX}{self.run_id}", "--filter",
                           f"label={PID_LABEL}={proc.pid}", timeout=30)
-            for cid in done.stdout.decode().split() if done.returncode == 0 else []:
-                docker("rm", "-f", cid, timeout=60)
-        if self.container_id is not None:
-            docker("rm", "-f", self.container_id, timeout=60)
-            self.container_id = None
+            left = done.stdout.decode().split() if done.returncode == 0 else [self.container_id or ""]
+        elif self.container_id is not None:
+            left = [self.container_id]
+        for cid in filter(None, left):
+            docker("rm", "-f", cid, timeout=60)
+        self.container_id = None
 
 
 def _readline(proc: subprocess.Popen[str], timeout: float) -> str | None:
