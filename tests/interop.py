@@ -7,9 +7,11 @@ under which a missing snapshot fails those tests instead of skipping them.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -43,3 +45,19 @@ def unavailable(reason: str) -> NoReturn:
 
 def waa_upstream() -> Path:
     return snapshot(WAA_UPSTREAM, "a WindowsAgentArena checkout (e.g. ../shared/interop/waa/upstream)")
+
+
+def bench_records(argv: list[str], cwd: Path, task_ids: list[str], timeout: float,
+                  env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Run pytest ``argv`` (whose ``--bench-results-dir`` is ``cwd/results``) in ``cwd``; the result
+    records by task id, one for each of ``task_ids``."""
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-2000:]
+    records: dict[str, dict[str, Any]] = {}
+    for results in (cwd / "results").rglob("results.jsonl"):
+        for line in results.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                records[record["task_id"]] = record
+    assert sorted(records) == sorted(task_ids), done.stdout[-3000:]
+    return records

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from interop import bench_records
 from interop import unavailable as _unavailable
 
 from pytest_agentbench.infra.sandbox import probe_bwrap
@@ -54,16 +55,7 @@ def plugin_run(upstream: Path, end_states: Path, cwd: Path, task_ids: list[str],
             "--bench-results-dir", str(cwd / "results"), "--sandbox-isolation", "bwrap", *args]
     for task_id in task_ids:
         argv += ["--bench-task", task_id]
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-2000:]
-    records: dict[str, dict[str, Any]] = {}
-    for results in (cwd / "results").rglob("results.jsonl"):
-        for line in results.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                records[record["task_id"]] = record
-    assert sorted(records) == sorted(task_ids), done.stdout[-3000:]
-    return records
+    return bench_records(argv, cwd, task_ids, 600)
 
 
 #: The reference's environment: no LLM judge reachable. With the ``openai`` package installed

@@ -40,6 +40,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "pool_minutes_per_task": ("2", 2.0), "aws_subnet": ("subnet-0abc1234", "subnet-0abc1234"),
     "agent_url": ("http://127.0.0.1:9", "http://127.0.0.1:9"), "agent_timeout": ("5", 5.0),
     "max_cost_usd": ("$2", 2.0), "max_cost_usd_per_task": ("0.25", 0.25), "opencomputer_timeout": ("7", 7.0),
+    "opencomputer_docker_ready_timeout": ("45", 45.0),
     "trajectory_min": ("0.5", 0.5), "trajectory_failures_shown": ("5", 5),
     "trials": ("2", 2), "trial_seed": ("3", 3), "regression_alpha": ("0.01", 0.01),
     "opencomputer_python": ("current", "current"), "waa_index": ("small", "small"), "task_timeout": ("30", 30.0),

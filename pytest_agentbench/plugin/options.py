@@ -44,6 +44,7 @@ MAX_WAIT_SECONDS = 86_400.0
 OPENCOMPUTER_DEFAULT_TIMEOUT = 30.0
 OPENCOMPUTER_VERIFIER_ERRORS = ("fail", "error")
 OPENCOMPUTER_HARNESS = ("auto", "opencomputer", "builtin")
+OPENCOMPUTER_BACKENDS = ("bwrap", "docker")
 SANDBOX_ISOLATION_MODES = ("auto", "bwrap", "none")
 
 #: Option groups: key -> title shown by ``pytest --help``.
@@ -506,6 +507,22 @@ OPTIONS: tuple[Option, ...] = (
            "of OpenComputer's image (current, or a PATH), the host's /usr/bin/python3 (system), or the current one "
            "when it has them, else the system's (auto, default).", _OC, metavar="auto|system|current|PATH",
            path=True, path_words=("auto", "system", "current")),
+    Option("--opencomputer-backend", "opencomputer_backend", "where an item's desktop runs: a bubblewrap sandbox on "
+           "this host (bwrap, default), or a fresh container of OpenComputer's image made by OpenComputer's own "
+           "Docker backend from the checkout (docker; DOCKER_HOST picks the daemon).", _OC,
+           choices=OPENCOMPUTER_BACKENDS),
+    Option("--opencomputer-image", "opencomputer_image", "--opencomputer-backend docker: the desktop image "
+           "(default OpenComputer's gui-synth-env-desktop:latest).", _OC, metavar="IMAGE"),
+    Option("--opencomputer-docker-memory", "opencomputer_docker_memory", "--opencomputer-backend docker: each "
+           "container's memory limit, as docker run --memory takes it (default: none, as OpenComputer).", _OC,
+           metavar="SIZE"),
+    Option("--opencomputer-docker-cpus", "opencomputer_docker_cpus", "--opencomputer-backend docker: each "
+           "container's CPUs, as docker run --cpus takes it (default: none, as OpenComputer).", _OC, metavar="N"),
+    Option("--opencomputer-docker-shm-size", "opencomputer_docker_shm_size", "--opencomputer-backend docker: each "
+           "container's /dev/shm (default 2g, as OpenComputer).", _OC, metavar="SIZE"),
+    Option("--opencomputer-docker-ready-timeout", "opencomputer_docker_ready_timeout", "--opencomputer-backend "
+           "docker: seconds a container's desktop has to become ready (default 90, as OpenComputer).", _OC,
+           parse=_finite("--opencomputer-docker-ready-timeout", positive=True), metavar="SECONDS"),
     # -- trajectory checks -----------------------------------------------------------------------------------------
     Option("--trajectory-min", "trajectory_min", "fail the run when the mean score of the evaluated trajectory "
            "metrics, over every *.case.json item that ran, is below SCORE (0..1).", "agentbench-trajectory",

@@ -510,9 +510,12 @@ def run_reaper(config: pytest.Config) -> int:
     from pytest_agentbench.infra.providers.base import ProviderError
 
     kind = pool_kind(config)
-    if kind not in CLOUD_KINDS:
-        raise pytest.UsageError("--agentbench-reap needs --pool aws or --pool azure (the cloud to clean up)")
     run = config.getoption("reap_run")
+    if kind not in CLOUD_KINDS and _opt(config, "opencomputer_backend") == "docker":
+        return _reap_containers(run)
+    if kind not in CLOUD_KINDS:
+        raise pytest.UsageError("--agentbench-reap needs --pool aws or --pool azure (the cloud to clean up), or "
+                                "--opencomputer-backend docker (the containers on DOCKER_HOST)")
     try:
         provider = make_provider(config, kind, run or "reaper")
         found = provider.find_leftovers(run)
@@ -528,4 +531,22 @@ def run_reaper(config: pytest.Config) -> int:
     for line in failures:
         print(f"agentbench reap: ERROR: {line}")
     print(f"agentbench reap: deleted {len(found) - len(failures)} of {len(found)} resource(s)")
+    return 1 if failures else 0
+
+
+def _reap_containers(run: str | None) -> int:
+    """``pytest --agentbench-reap --opencomputer-backend docker``: remove the OpenComputer containers
+    that runs of this plugin left on the Docker daemon (DOCKER_HOST)."""
+    from pytest_agentbench.benches.opencomputer.container import ContainerError, reap
+
+    try:
+        removed, failures = reap(run)
+    except ContainerError as exc:
+        raise pytest.UsageError(f"--agentbench-reap --opencomputer-backend docker: {exc}") from None
+    scope = f"run {run}" if run else "any run"
+    for name in removed:
+        print(f"  removed {name}")
+    for line in failures:
+        print(f"agentbench reap: ERROR: {line}")
+    print(f"agentbench reap: docker: removed {len(removed)} container(s) of {scope}, {len(failures)} failed")
     return 1 if failures else 0

@@ -23,6 +23,7 @@ the next ``reset`` (or ``close``), so a test can look at it after the episode; i
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -52,6 +53,7 @@ from pytest_agentbench.model import Action, Observation, Verdict
 from pytest_agentbench.settings import settings_of
 
 if TYPE_CHECKING:
+    from pytest_agentbench.benches.opencomputer.container import ContainerSession, DockerOptions
     from pytest_agentbench.benches.opencomputer.desktop import Desktop
     from pytest_agentbench.benches.opencomputer.harness import Harness
     from pytest_agentbench.benches.opencomputer.image import ImagePython
@@ -68,6 +70,25 @@ def _isolation(mode: str) -> Isolation:
         return choose_isolation(mode)
     except SandboxError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _docker_options(options: Any, checkout: Path | None, runs: bool) -> DockerOptions | None:
+    """``--opencomputer-backend docker``'s settings, checked now (daemon, image) when items run."""
+    if options.backend != "docker":
+        return None
+    from pytest_agentbench.benches.opencomputer.container import ContainerError, DockerOptions, check_docker
+
+    if checkout is None:
+        raise ConfigError(f"--opencomputer-backend docker runs OpenComputer's own Docker backend from its checkout: "
+                          f"--opencomputer-tasks {options.tasks} is not in one (name it with --opencomputer-checkout)")
+    docker = DockerOptions(image=options.image, shm_size=options.docker_shm_size, memory=options.docker_memory,
+                           cpus=options.docker_cpus, ready_timeout=max(1, round(options.docker_ready_timeout)))
+    if runs:
+        try:
+            check_docker(docker.image)
+        except ContainerError as exc:
+            raise ConfigError(f"--opencomputer-backend docker: {exc}") from None
+    return docker
 
 
 class StandIn(Agent):
@@ -103,6 +124,7 @@ class OpenComputerBenchmark(Benchmark):
         sandbox_base: str | Path | None = None,
         limits: Limits | None = None,
         only: Sequence[str] = (),
+        docker: DockerOptions | None = None,
     ) -> None:
         from pytest_agentbench.benches.opencomputer.harness import find_checkout
 
@@ -145,6 +167,15 @@ class OpenComputerBenchmark(Benchmark):
         self._skip: str | None = None
         self._unavailable: dict[str, str | None] = {}
         self._end_state_agent = StandIn("end-state", "end state given by --opencomputer-end-state")
+        #: --opencomputer-backend docker: the image and resources (None: bubblewrap sandboxes)
+        self.docker = docker
+        if docker is not None and self.checkout is None:
+            raise ValueError("--opencomputer-backend docker runs OpenComputer's own Docker backend from its checkout: "
+                             f"--opencomputer-tasks {self.tasks_arg} is not in one (name it with "
+                             "--opencomputer-checkout DIR)")
+        self.container: ContainerSession | None = None
+        self._app: str | None = None
+        self._image_apps: frozenset[str] | None = None
 
     @classmethod
     def from_config(cls, settings: Settings | None, *, isolation: Callable[[], Isolation] | None = None,
@@ -205,8 +236,9 @@ class OpenComputerBenchmark(Benchmark):
                 raise ConfigError(str(exc)) from None
         mode = settings.get("sandbox_isolation") or "auto"
         decide = isolation or (lambda: _isolation(mode))
+        docker = _docker_options(options, checkout, runs)
         wants_harness = options.harness == "opencomputer" or (options.harness == "auto" and checkout is not None)
-        if runs and (mode != "auto" or wants_harness):
+        if runs and docker is None and (mode != "auto" or wants_harness):
             decided = decide()  # decided now: an unusable required bwrap stops the run (exit 4)
             if options.harness == "opencomputer" and not decided.isolated:
                 raise ConfigError("--opencomputer-harness opencomputer runs OpenComputer's harness code in a "
@@ -215,7 +247,8 @@ class OpenComputerBenchmark(Benchmark):
             return cls(options.tasks, checkout=checkout, verifiers_dir=options.verifiers,
                        end_state_dir=options.end_state, timeout=options.timeout, judge=judge,
                        on_error=options.verifier_errors, harness=options.harness, python=options.python,
-                       isolation=decide, limits=limits, only=settings.get("bench_task") or ())
+                       isolation=decide, limits=limits, docker=docker,
+                       only=settings.get("bench_task") or ())
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
@@ -316,11 +349,16 @@ class OpenComputerBenchmark(Benchmark):
     def _close_sandbox(self) -> None:
         box, self.sandbox = self.sandbox, None
         self._desktop = None
+        container, self.container = self.container, None
+        if container is not None:
+            container.close()
         if box is not None:
             box.close()
 
     def app_unavailable(self, app: str) -> str | None:
         """Why an agent cannot play ``app`` here (None when it can); looked up once per app."""
+        if self.docker is not None:
+            return self._image_lacks(app)
         if app not in self._unavailable:
             from pytest_agentbench.benches.opencomputer.desktop import unavailable
             from pytest_agentbench.infra.sandbox import SANDBOX_PATH
@@ -372,6 +410,67 @@ class OpenComputerBenchmark(Benchmark):
         if note is not None:
             exc.args = (f"{exc} ({note})",)
 
+    def _image_lacks(self, app: str) -> str | None:
+        """Why the docker image cannot play ``app``: its label lists the apps it holds (this
+        project's test image); an image without the label (OpenComputer's own) holds them all."""
+        if self._image_apps is None:
+            from pytest_agentbench.benches.opencomputer.container import image_apps
+
+            assert self.docker is not None
+            self._image_apps = image_apps(self.docker.image)
+        if self._image_apps and app not in self._image_apps:
+            return (f"app {app!r} is not in the image {self.docker.image if self.docker else ''} (it holds "
+                    f"{', '.join(sorted(self._image_apps))})")
+        return None
+
+    def _end_state(self, task: Task) -> Path | None:
+        """The task's end state in ``--opencomputer-end-state``; None (the item is skipped, saying
+        why) when it has none."""
+        from pytest_agentbench.benches.opencomputer import environment
+
+        assert self.end_state_dir is not None
+        end_state = environment.find_end_state(self.end_state_dir, task.task_id)
+        if end_state is None:
+            self._skip = (f"no end state for this task: neither {self.end_state_dir / task.task_id} nor "
+                          f"{self.end_state_dir / task.task_id}.tar[.gz] exists")
+        return end_state
+
+    def _reset_container(self, task: Task) -> Observation:
+        from pytest_agentbench.benches.opencomputer.container import ContainerError, ContainerSession, run_id
+
+        assert self.docker is not None and self.checkout is not None
+        self._skip = self._image_lacks(task.domain)
+        if self._skip is not None:
+            return Observation(app_name=task.domain)
+        from pytest_agentbench.benches.opencomputer import environment
+
+        end_state = None
+        if self.end_state_dir is not None:
+            end_state = self._end_state(task)
+            if end_state is None:
+                return Observation(app_name=task.domain)
+            end_state = end_state.resolve()
+            if end_state.is_file() or (end_state / environment.SNAPSHOT_MARKER).exists():
+                raise InfrastructureError(f"end state {end_state}: only overlay folders (with an optional .deleted "
+                                          "list) are laid in containers yet, not whole-home snapshots")
+        self._app = task.domain
+        self.container = ContainerSession(self.checkout, self.tasks_dir, self.docker, run_id())
+        try:
+            self.container.create(task.raw_config)
+            if end_state is not None:
+                try:
+                    removals = [str(rel) for rel in environment.deleted_paths(end_state)]
+                except environment.EndStateError as exc:
+                    raise InfrastructureError(f"end state {exc}") from None
+                self.last_removed = self.container.lay_overlay(end_state, removals)
+            png = self.container.screenshot()
+        except ContainerError as exc:
+            raise InfrastructureError(str(exc)) from None
+        self.last_setup = ["setup_sandbox_session (docker)"]
+        return Observation(screenshot=png, app_name=task.domain, viewport=self.screen_size,
+                           raw={"container": self.container.container_id,
+                                "create_seconds": self.container.create_seconds})
+
     def reset(self, task: Task) -> Observation:
         try:
             return self._reset(task)
@@ -382,6 +481,11 @@ class OpenComputerBenchmark(Benchmark):
     def _reset(self, task: Task) -> Observation:
         self._skip = None
         self._close_sandbox()
+        if self.docker is not None:
+            data = task.raw_config
+            if BROKEN in data:
+                raise InfrastructureError(str(data[BROKEN]))
+            return self._reset_container(task)
         self.last_setup, self.last_removed = [], []
         data = task.raw_config
         if BROKEN in data:
@@ -389,10 +493,8 @@ class OpenComputerBenchmark(Benchmark):
         if self.end_state_dir is not None:
             from pytest_agentbench.benches.opencomputer import environment
 
-            end_state = environment.find_end_state(self.end_state_dir, task.task_id)
+            end_state = self._end_state(task)
             if end_state is None:
-                self._skip = (f"no end state for this task: neither {self.end_state_dir / task.task_id} nor "
-                              f"{self.end_state_dir / task.task_id}.tar[.gz] exists")
                 return Observation(app_name=task.domain)
             sandbox = self._new_sandbox()
             self._prepare(sandbox, task)
@@ -422,6 +524,22 @@ class OpenComputerBenchmark(Benchmark):
         return self._desktop.observe(sandbox)
 
     def step(self, action: Action) -> Observation:
+        if self.container is not None:
+            import shlex
+
+            from pytest_agentbench.benches.opencomputer.container import ContainerError
+            from pytest_agentbench.benches.opencomputer.desktop import ACTION_TIMEOUT, PREAMBLE, to_pyautogui
+
+            code = PREAMBLE + to_pyautogui(action, self.screen_size)
+            try:
+                status, _, err = self.container.run(f"python3 -c {shlex.quote(code)}", timeout=ACTION_TIMEOUT)
+                if status != 0:
+                    raise InfrastructureError(f"action {action.describe()} failed in the container (exit {status}): "
+                                              f"{err.strip().splitlines()[-1] if err.strip() else 'no output'}")
+                png = self.container.screenshot()
+            except ContainerError as exc:
+                raise InfrastructureError(str(exc)) from None
+            return Observation(screenshot=png, app_name=self._app, viewport=self.screen_size)
         if self._desktop is None or self.sandbox is None:
             raise InfrastructureError(self._skip or "no desktop app is running for this task (reset first)")
         self._desktop.act(self.sandbox, action)
@@ -441,6 +559,8 @@ class OpenComputerBenchmark(Benchmark):
     def _evaluate(self, task: Task) -> Verdict:
         if self._skip is not None:
             return Verdict(score=0.0, passed=None, reason=self._skip)
+        if self.docker is not None:
+            return self._evaluate_container(task)
         if self.sandbox is None:
             raise EvaluationError(f"task {task.task_id} has no sandbox to grade (reset was not called)")
         from pytest_agentbench.benches.opencomputer.grading import verdict
@@ -468,6 +588,27 @@ class OpenComputerBenchmark(Benchmark):
         run = run_checks(self.sandbox, verifier, checks, timeout=self.timeout)
         return verdict(checks, run.details, judge=self.judge, on_error=self.on_error, errors=run.errors)
 
+    def _evaluate_container(self, task: Task) -> Verdict:
+        from pytest_agentbench.benches.opencomputer.container import ContainerError
+        from pytest_agentbench.benches.opencomputer.grading import verdict
+
+        if self.container is None:
+            raise EvaluationError(f"task {task.task_id} has no container to grade (reset was not called)")
+        assert self.checkout is not None
+        checks = task.raw_config["verification"]
+        try:
+            answer = self.container.verify(self.verifiers_dir or self.checkout / "verifiers",
+                                           self.tasks_dir / task.task_id, task.raw_config,
+                                           save=self.end_state_dir is None)  # an end state is already saved
+        except ContainerError as exc:
+            raise EvaluationError(str(exc)) from None
+        details = answer.get("details")
+        if answer.get("error") or not isinstance(details, list) or len(details) != len(checks) or not all(
+                isinstance(d, dict) and isinstance(d.get("passed"), bool) for d in details):
+            raise EvaluationError(f"task {task.task_id}: OpenComputer's verify_task in the container: "
+                                  f"{answer.get('error') or 'a malformed result'}")
+        return verdict(checks, details, judge=self.judge, on_error=self.on_error)
+
     def close(self) -> None:
         self._close_sandbox()
 
@@ -480,6 +621,13 @@ class OpenComputerBenchmark(Benchmark):
             "timeout": self.timeout, "verifier_errors": self.on_error, "judge": self.judge is not None,
             "harness_option": self.harness_choice,
         }
+        if self.docker is not None:
+            facts["backend"] = {"name": "docker", "image": self.docker.image, "shm_size": self.docker.shm_size,
+                                "memory": self.docker.memory, "cpus": self.docker.cpus,
+                                "ready_timeout": self.docker.ready_timeout,
+                                "docker_host": os.environ.get("DOCKER_HOST")}
+            facts["harness"] = "opencomputer"
+            return facts
         if self._isolation is not None:
             facts["sandbox"] = self._isolation.describe()
             facts["harness"] = "opencomputer" if self.harness is not None else "builtin"

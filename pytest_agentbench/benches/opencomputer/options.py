@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.benches.opencomputer.checks import DEFAULT_TIMEOUT
+from pytest_agentbench.benches.opencomputer.container import DEFAULT_IMAGE, DEFAULT_READY_TIMEOUT, DEFAULT_SHM_SIZE
 from pytest_agentbench.settings import from_settings, option
 
 if TYPE_CHECKING:
@@ -29,6 +30,13 @@ class OpenComputerSettings:
     verifier_errors: str = option("opencomputer_verifier_errors", "fail")
     harness: str = option("opencomputer_harness", "auto")
     python: str = option("opencomputer_python", "auto", convert=str)
+    backend: str = option("opencomputer_backend", "bwrap")
+    image: str = option("opencomputer_image", DEFAULT_IMAGE, convert=str)
+    docker_memory: str | None = option("opencomputer_docker_memory", None, convert=str)
+    docker_cpus: str | None = option("opencomputer_docker_cpus", None, convert=str)
+    docker_shm_size: str = option("opencomputer_docker_shm_size", DEFAULT_SHM_SIZE, convert=str)
+    docker_ready_timeout: float = option("opencomputer_docker_ready_timeout", float(DEFAULT_READY_TIMEOUT),
+                                         convert=float)
 
 
 def opencomputer_settings(settings: Settings | None) -> OpenComputerSettings:

@@ -1,0 +1,394 @@
+"""``--opencomputer-backend docker``: items in containers made by OpenComputer's own Docker backend.
+
+The container tier needs ``AGENTBENCH_OPENCOMPUTER_UPSTREAM`` (an unmodified OpenComputer
+checkout), a Docker daemon (``DOCKER_HOST``) and ``AGENTBENCH_OPENCOMPUTER_IMAGE``, a desktop image
+built by ``python -m pytest_agentbench.benches.opencomputer.desktop_image CHECKOUT`` (``.ci/run``
+builds it and sets all three). Without them these tests skip with the reason; under
+``AGENTBENCH_REQUIRE_INTEROP=1`` they fail instead.
+
+The oracle (``data/opencomputer/docker_reference.py``) is OpenComputer's own task-runner sequence
+with no code of this project: ``setup_sandbox_session`` through its Docker backend, ``auto_save_app``,
+``verify_task``. The plugin's run of the same tasks in the same image, with an agent that does
+nothing, must give the same per-check verdicts and the same reward.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from interop import bench_records, unavailable
+
+REFERENCE = Path(__file__).parent / "data" / "opencomputer" / "docker_reference.py"
+IMAGE_VAR = "AGENTBENCH_OPENCOMPUTER_IMAGE"
+RUN_LABEL = "gui-synth-env.meta.run_id"
+#: Tasks of the test image's apps whose start states give mixed verdicts (and two Calc tasks).
+TASKS = ["gedit_delete_comment_lines", "gedit_reformat_json", "gedit_disable_autosave_font_change",
+         "gedit_sort_lines_manually", "gedit_log_filter_errors", "pcmanfm_cleanup_temp_files",
+         "pcmanfm_permission_lockdown", "pcmanfm_dedupe_and_consolidate", "calc_inventory_sort_filter",
+         "calc_pref_default_sheets_and_save_format"]
+
+
+def _docker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def _ours(run: str) -> list[str]:
+    """The containers of the plugin's run ``run`` (OpenComputer's run-id label): "name label" lines.
+    Each test names its own runs: the tests of this file may run at once on xdist workers."""
+    done = _docker("ps", "-a", "--filter", f"label={RUN_LABEL}=agentbench-{run}", "--format",
+                   "{{.Names}} {{.Label \"" + RUN_LABEL + "\"}}")
+    return done.stdout.splitlines()
+
+
+def _run_id(tmp_path: Path) -> str:
+    return f"test-{os.getpid()}-{tmp_path.name}"[:60]
+
+
+@pytest.fixture(scope="module")
+def setup() -> tuple[Path, str]:
+    """(the checkout, the image); skip (fail under CI) when the container tier cannot run here."""
+    checkout = os.environ.get("AGENTBENCH_OPENCOMPUTER_UPSTREAM", "")
+    if not checkout or not (Path(checkout) / "computer_env" / "backends" / "docker" / "runtime.py").is_file():
+        unavailable("container tier: AGENTBENCH_OPENCOMPUTER_UPSTREAM does not name an OpenComputer checkout")
+    image = os.environ.get(IMAGE_VAR, "")
+    if not image:
+        unavailable(f"container tier: set {IMAGE_VAR} to a desktop image (python -m "
+                    "pytest_agentbench.benches.opencomputer.desktop_image CHECKOUT builds one)")
+    try:
+        version = _docker("version", "--format", "{{.Server.Version}}")
+    except FileNotFoundError:
+        unavailable("container tier: the docker command is not installed")
+    if version.returncode != 0:
+        unavailable(f"container tier: no Docker daemon answers ({version.stderr.strip()[-200:]})")
+    if _docker("image", "inspect", image).returncode != 0:
+        unavailable(f"container tier: {IMAGE_VAR}={image} is not an image on this daemon")
+    return Path(checkout), image
+
+
+def plugin_run(checkout: Path, image: str, cwd: Path, task_ids: list[str], *args: str,
+               agent: str = "noop", run: str | None = None) -> dict[str, dict[str, Any]]:
+    """The plugin's run (its containers labelled with ``run``: AGENTBENCH_RUN_ID, or xdist's
+    --testrunuid in ``args`` when None)."""
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
+            f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker", f"--opencomputer-image={image}",
+            f"--bench-agent={agent}", f"--bench-results-dir={cwd / 'results'}", *args]
+    for task_id in task_ids:
+        argv.append(f"--bench-task={task_id}")
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("AGENTBENCH_RUN_ID", "PYTEST_XDIST_TESTRUNUID")}
+    if run is not None:
+        env["AGENTBENCH_RUN_ID"] = run
+    return bench_records(argv, cwd, task_ids, 1500, env=env)
+
+
+def test_start_states_graded_in_containers_match_opencomputers_own_runs(setup: tuple[Path, str],
+                                                                       tmp_path: Path) -> None:
+    checkout, image = setup
+    out = tmp_path / "reference.json"
+    reference = subprocess.Popen([sys.executable, "-I", str(REFERENCE), str(checkout), image, str(out), *TASKS],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = _run_id(tmp_path)
+    ours = plugin_run(checkout, image, tmp_path, TASKS, run=run)
+    _, err = reference.communicate(timeout=1500)
+    assert reference.returncode == 0, err[-3000:]
+    expected = json.loads(out.read_text())
+    table = []
+    for task_id in TASKS:
+        ref = expected[task_id]
+        assert "error" not in ref, (task_id, ref)
+        record = ours[task_id]
+        assert record["error"] is None, (task_id, record["error"], record.get("reason"))
+        verdicts = [bool(c["passed"]) for c in record["criteria"]]
+        table.append((task_id, ref["checks"], verdicts, ref["passed"] / ref["total"], record["score"]))
+    # the record keeps the reward to 4 decimals
+    mismatched = [row for row in table if row[1] != row[2] or abs(round(row[3], 4) - row[4]) > 1e-9]
+    assert not mismatched, mismatched
+    for task_id, _, verdicts, _, _ in table:  # the figures, with -s
+        print(f"{task_id}: {sum(verdicts)}/{len(verdicts)} passed on both sides; reference setup "
+              f"{expected[task_id]['setup_seconds']} s")
+    assert any(0 < row[3] < 1 for row in table)  # start states that pass some checks and fail others
+    assert not _ours(run), _ours(run)
+
+
+def test_containers_are_removed_and_the_reaper_removes_what_a_killed_run_left(setup: tuple[Path, str],
+                                                                             tmp_path: Path) -> None:
+    checkout, image = setup
+    # a container a killed run left: made by OpenComputer's backend with this plugin's label, kept
+    # (its worker is SIGKILLed, so neither the close nor OpenComputer's atexit runs)
+    run = _run_id(tmp_path)
+    run_id = f"agentbench-{run}"
+    code = (f"import sys; sys.path.insert(0, {str(checkout)!r}); from computer_env import create_env; "
+            f"e = create_env(backend='docker', docker_image={image!r}, docker_metadata={{'run_id': {run_id!r}}}); "
+            "print(e.container_id, flush=True); import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    made = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert made.stdout.strip(), made.stderr[-2000:]
+    assert len(_ours(run)) == 1, _ours(run)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-reap",
+                           "--opencomputer-backend=docker", f"--agentbench-reap-run={run}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "removed 1 container(s)" in done.stdout, done.stdout
+    assert not _ours(run)
+
+
+def test_no_image_is_a_usage_error(setup: tuple[Path, str], tmp_path: Path) -> None:
+    checkout, _ = setup
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench=opencomputer",
+                           f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker",
+                           "--opencomputer-image=agentbench-no-such-image:none", "--bench-agent=noop"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Docker image 'agentbench-no-such-image:none' is not there" in done.stderr, done.stderr
+
+
+def test_no_docker_daemon_is_a_usage_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    """Anywhere (no daemon needed): a DOCKER_HOST nobody answers at stops the run at configure time."""
+    tasks = Path(__file__).parent / "data" / "opencomputer" / "tasks"
+    checkout = tmp_path / "oc"
+    for marker in ("evaluation/runtime/verification.py", "evaluation/runtime/sandbox_session.py",
+                   "evaluation/apps/registry.py", "computer_env/backends/base.py"):
+        (checkout / marker).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / marker).write_text("")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nobody.sock")
+    result = pytester.runpytest_subprocess("--bench=opencomputer", f"--opencomputer-tasks={tasks}",
+                                           f"--opencomputer-checkout={checkout}", "--opencomputer-backend=docker",
+                                           "--bench-agent=noop")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1, result.errlines
+    assert "--opencomputer-backend docker:" in errors[0]
+    assert ("no Docker daemon answers" in errors[0] or "docker command is not installed" in errors[0]), errors
+
+
+def test_bad_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    tasks = Path(__file__).parent / "data" / "opencomputer" / "tasks"
+    result = pytester.runpytest_subprocess("--bench=opencomputer", f"--opencomputer-tasks={tasks}",
+                                           "--opencomputer-backend=podman", "--bench-agent=noop")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("--opencomputer-backend" in line and "podman" in line for line in result.errlines), result.errlines
+
+
+def test_the_scripted_agent_plays_a_task_in_the_container(setup: tuple[Path, str], tmp_path: Path) -> None:
+    """Screenshots are the container's (scrot through OpenComputer's backend), actions are pyautogui
+    code run in the container: the scripted agent solves the gedit task, as on the host desktop."""
+    from test_opencomputer_desktop import SCRIPT, TASK
+
+    checkout, image = setup
+    # XFCE opens gedit unmaximized at the top left: the editor's text area is around (400, 400)
+    script_steps = [dict(step, x=400, y=400) if step["type"] == "click" else step for step in SCRIPT]
+    (tmp_path / "script.json").write_text(json.dumps({TASK: script_steps}))
+    script = f"--bench-agent-script={tmp_path / 'script.json'}"
+    run = _run_id(tmp_path)
+    records = plugin_run(checkout, image, tmp_path, [TASK], script, "--bench-screenshots=on", agent="scripted", run=run)
+    record = records[TASK]
+    assert record["error"] is None, record
+    assert record["score"] == 1.0 and record["passed"] is True, record["reason"]
+    shots = sorted(tmp_path.rglob(f"tasks/opencomputer/{TASK}/*.png"))
+    assert len(shots) >= len(script_steps), shots
+    from PIL import Image, ImageChops
+
+    folder = shots[0].parent
+    with Image.open(folder / "step_000.png") as first, Image.open(folder / "final.png") as final:
+        assert first.size == final.size == (1920, 1080)  # OpenComputer's display, from the container
+        assert ImageChops.difference(first.convert("RGB"), final.convert("RGB")).getbbox() is not None
+    assert not _ours(run), _ours(run)
+
+
+def test_n_workers_run_containers_at_once_under_one_run_id(setup: tuple[Path, str], tmp_path: Path) -> None:
+    import threading
+    import time
+
+    checkout, image = setup
+    tasks = ["gedit_reformat_json", "gedit_log_filter_errors", "pcmanfm_permission_lockdown",
+             "pcmanfm_cleanup_temp_files"]
+    uid = f"n2{os.getpid()}{tmp_path.name}".replace("_", "")[:16]  # xdist's --testrunuid: the workers' run id
+    seen: list[list[str]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append(_ours(uid[:16]))
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        records = plugin_run(checkout, image, tmp_path, tasks, "-n", "2", f"--testrunuid={uid}")
+    finally:
+        stop.set()
+        watcher.join()
+    assert all(record["error"] is None for record in records.values()), records
+    assert {record["worker"] for record in records.values()} == {"gw0", "gw1"}
+    assert max(len(names) for names in seen) == 2, seen  # two containers at once, never more
+    assert not _ours(uid[:16]), _ours(uid[:16])
+
+
+def test_a_killed_pytest_leaves_no_container(setup: tuple[Path, str], tmp_path: Path) -> None:
+    """SIGKILL of pytest mid-item: the item's worker sees its pipe close and removes the container."""
+    import signal
+    import time
+
+    checkout, image = setup
+    run = _run_id(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
+                             f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker",
+                             f"--opencomputer-image={image}", "--bench-agent=noop",
+                             "--bench-task=calc_inventory_sort_filter"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "AGENTBENCH_RUN_ID": run})
+    try:
+        deadline = time.monotonic() + 240
+        while not _ours(run) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        assert _ours(run), "no container appeared"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 90
+        while _ours(run) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not _ours(run), _ours(run)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_container_that_dies_mid_item_is_that_items_infrastructure_error(setup: tuple[Path, str],
+                                                                          tmp_path: Path) -> None:
+    import threading
+    import time
+
+    checkout, image = setup
+    task = "gedit_reformat_json"
+    run = _run_id(tmp_path)
+    (tmp_path / "script.json").write_text(json.dumps({task: [{"type": "wait", "seconds": 20},
+                                                             {"type": "key", "key": "a"}]}))
+
+    def kill_it() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            names = _ours(run)
+            if names:
+                time.sleep(8)  # the app is up and the agent waits: the container goes away
+                _docker("rm", "-f", names[0].split()[0])
+                return
+            time.sleep(0.5)
+
+    killer = threading.Thread(target=kill_it, daemon=True)
+    killer.start()
+    records = plugin_run(checkout, image, tmp_path, [task], f"--bench-agent-script={tmp_path / 'script.json'}",
+                         agent="scripted", run=run)
+    killer.join()
+    record = records[task]
+    assert record["error_type"] == "infrastructure", record
+    # OpenComputer's backend failing (setup, screenshot) or the action's command in the container
+    assert "OpenComputer's Docker backend" in record["error"] or "container" in record["error"], record["error"]
+    assert "\n" not in record["error"]
+    assert not _ours(run), _ours(run)
+
+
+def _fake_checkout(root: Path) -> Path:
+    from pytest_agentbench.benches.opencomputer.desktop_image import CHECKOUT_FILES
+
+    for rel in CHECKOUT_FILES:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel}\n")
+    return root
+
+
+def test_the_test_image_is_keyed_by_the_content_of_its_inputs(tmp_path: Path) -> None:
+    """The image is rebuilt only when an input changes: the checkout's entrypoint, the app list."""
+    from pytest_agentbench.benches.opencomputer.desktop_image import HASH_LABEL, plan
+
+    checkout = _fake_checkout(tmp_path / "oc")
+    first = plan(checkout)
+    assert plan(checkout).digest == first.digest
+    assert f'{HASH_LABEL}="{first.digest}"' in first.dockerfile
+    assert "COPY oc/computer_env/provision/docker/entrypoint.sh /usr/local/bin/gui-synth-entrypoint.sh" in \
+        first.dockerfile
+    assert plan(checkout, apps=("gedit",)).digest != first.digest
+    (checkout / "computer_env/provision/docker/entrypoint.sh").write_text("#!/bin/bash\n# changed\n")
+    assert plan(checkout).digest != first.digest
+
+
+def test_the_test_image_needs_an_opencomputer_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_agentbench.benches.opencomputer.desktop_image import main
+
+    checkout = _fake_checkout(tmp_path / "oc")
+    (checkout / "computer_env/provision/docker/healthcheck.sh").unlink()
+    assert main([str(checkout), "--tag", "agentbench-never-built:none"]) == 1
+    assert capsys.readouterr().err == (f"error: {checkout}/computer_env/provision/docker/healthcheck.sh does not "
+                                       "exist: CHECKOUT must be an OpenComputer checkout\n")
+    assert main([str(_fake_checkout(tmp_path / "oc2")), "--apps", "gimp"]) == 1
+    assert "unknown app 'gimp'" in capsys.readouterr().err
+
+
+#: solved states in two apps: the reference runs the script in the container after setup; the
+#: plugin lays the same result as an overlay folder (``.deleted`` for removals)
+PCMANFM_REMOVED = ["Documents/project/cache.tmp", "Documents/project/old_config.bak", "Documents/project/debug.log",
+                   "Documents/project/session.tmp", "Documents/project/error.log"]
+SORTED_FRUITS = "Apple\nBanana\nCherry\nDate\nElderberry\nFig\nGrape\nMango\n"
+
+
+def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: tuple[Path, str],
+                                                                         tmp_path: Path) -> None:
+    checkout, image = setup
+    ends = tmp_path / "ends"
+    data = json.loads((checkout / "task_generator/tasks/gedit_reformat_json/env/data.json").read_text())
+    reformatted = json.dumps(data, indent=2) + "\n"
+    overlays = {"gedit_reformat_json": {"Documents/data.json": reformatted},
+                "gedit_sort_lines_manually": {"Documents/fruits.txt": SORTED_FRUITS}}
+    solve = {"pcmanfm_cleanup_temp_files": "cd /home/user && rm -f " + " ".join(PCMANFM_REMOVED)}
+    (ends / "pcmanfm_cleanup_temp_files").mkdir(parents=True)
+    (ends / "pcmanfm_cleanup_temp_files" / ".deleted").write_text("\n".join(PCMANFM_REMOVED) + "\n")
+    for task_id, files in overlays.items():
+        script = []
+        for rel, text in files.items():
+            (ends / task_id / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ends / task_id / rel).write_text(text)
+            encoded = base64.b64encode(text.encode()).decode()
+            script.append(f"echo {encoded} | base64 -d > /home/user/{rel}")
+        solve[task_id] = "\n".join(script)
+    (tmp_path / "solve.json").write_text(json.dumps(solve))
+    tasks = sorted(solve)
+    out = tmp_path / "reference.json"
+    reference = subprocess.Popen([sys.executable, "-I", str(REFERENCE), str(checkout), image, str(out), "--solve",
+                                  str(tmp_path / "solve.json"), *tasks],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = _run_id(tmp_path)
+    ours = plugin_run(checkout, image, tmp_path, tasks, f"--opencomputer-end-state={ends}", run=run)
+    _, err = reference.communicate(timeout=1500)
+    assert reference.returncode == 0, err[-3000:]
+    expected = json.loads(out.read_text())
+    for task_id in tasks:
+        ref, record = expected[task_id], ours[task_id]
+        assert "error" not in ref and record["error"] is None, (task_id, ref, record["error"])
+        assert [bool(c["passed"]) for c in record["criteria"]] == ref["checks"], (task_id, record["reason"])
+        assert record["score"] == round(ref["passed"] / ref["total"], 4), task_id
+    assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
+    assert ours["gedit_sort_lines_manually"]["score"] == 1.0  # the start state passes 4 of 10
+    assert not _ours(run), _ours(run)
+
+
+def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], tmp_path: Path) -> None:
+    from test_opencomputer_desktop import TASK, WORKFLOW
+
+    checkout, image = setup
+    (tmp_path / "bundles" / TASK).mkdir(parents=True)
+    # a longer first wait: under load the new window may not take keys 2 s after it is ready
+    workflow = {"steps": [{"action": "wait", "seconds": 8}, *WORKFLOW["steps"][1:]]}
+    (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(workflow, indent=1))
+    run = _run_id(tmp_path)
+    records = plugin_run(checkout, image, tmp_path, [TASK], f"--bench-replay-bundles={tmp_path / 'bundles'}",
+                         agent="replay", run=run)
+    assert (records[TASK]["passed"], records[TASK]["score"]) == (True, 1.0), records[TASK]["reason"]
+    assert not _ours(run), _ours(run)
