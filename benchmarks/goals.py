@@ -219,6 +219,39 @@ def row_rss() -> tuple[Side, Side]:
     return mock(2000), Side([], bare(2000), r"\b2000 passed")
 
 
+_BIG_RUN: list[Path] = []
+BIG_TASKS = 20000
+
+
+def big_run() -> Path:
+    """A finished run folder of 20,000 mock tasks, made once per invocation (about a minute) and
+    removed at exit: what the compare and resume rows read."""
+    if not _BIG_RUN:
+        folder = Path(tempfile.mkdtemp(prefix="agentbench-goals-big-"))
+        atexit.register(shutil.rmtree, folder, True)
+        (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", *NOISE, "--bench=mock",
+                               f"--bench-limit={BIG_TASKS}", "--bench-run-name=big", "--results-dir", str(folder)],
+                              cwd=folder, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RunFailed(f"the {BIG_TASKS}-task run failed:\n{done.stdout[-2000:]}")
+        _BIG_RUN.append(folder / "big")
+    return _BIG_RUN[0]
+
+
+def row_compare() -> tuple[Side, Side]:
+    """100 mock tasks compared against a finished 20,000-task run, against the same 100 alone."""
+    return mock(100, f"--bench-compare={big_run()}"), mock(100)
+
+
+def row_resume() -> tuple[Side, Side]:
+    """Resuming a finished 20,000-task run (nothing left to play: every item reported from its
+    record), against 20,000 bare items."""
+    ours = Side(["--bench=mock", f"--bench-limit={BIG_TASKS}", f"--bench-resume={big_run()}"],
+                expect=rf"\b{BIG_TASKS} passed")
+    return ours, Side([], bare(BIG_TASKS), rf"\b{BIG_TASKS} passed")
+
+
 def row_mock500() -> tuple[Side, Side]:
     return mock(500), Side([], bare(500), r"\b500 passed")
 
@@ -350,6 +383,10 @@ def rows(reference: str | None) -> list[Row]:
         Row("mock500", "500 mock tasks vs 500 bare items, whole process", 1.64, "ratio", row_mock500),
         Row("rss", "peak RSS, 2,000 mock tasks vs 2,000 bare items", 1.3, "rss", row_rss),
         Row("collect", "--collect-only 2,000 mock vs bare", 1.2, "ratio", row_collect),
+        Row("compare", "peak RSS, 100 mock tasks --bench-compare a 20,000-task run vs alone", 1.15, "rss",
+            row_compare),
+        Row("resume", "peak RSS, --bench-resume of a finished 20,000-task run vs 20,000 bare items", 1.3, "rss",
+            row_resume),
         Row("waa", "--collect-only 154 WAA tasks vs bare", 1.2, "ratio", row_waa),
         Row("audit", "audit 200 tasks (1,200 items) vs bare items", 1.2, "ratio", row_audit, runs=3),
         Row("extradup", "--bench=extradup vs reference kill-scan", 1.0, "ratio",

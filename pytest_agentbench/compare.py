@@ -40,7 +40,24 @@ def load_run(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
     if problem is not None:
         raise ValueError(f"{file} {problem}; pass a run folder or its results.jsonl")
     name = path.name if path.is_dir() else (file.parent.name if file.name == "results.jsonl" else file.stem)
-    return name, read_results(file)
+    return name, read_results(file, compared)
+
+
+#: What a comparison reads of a record (``stats.group_tasks`` and ``_reasons``).
+COMPARED_FIELDS = ("benchmark", "task_id", "domain", "trial", "outcome", "success", "score", "error", "reason")
+
+
+def compared(record: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``record`` a comparison reads: its fields above, and of its criteria only the
+    first failed one (all ``_reasons`` shows). A comparison against a run of 20,000 tasks then
+    holds a few small values per task, not every record whole (steps, criteria, final action)."""
+    kept = {k: record[k] for k in COMPARED_FIELDS if k in record}
+    criteria = record.get("criteria")
+    first = next((c for c in criteria if isinstance(c, dict) and c.get("passed") is False), None) \
+        if isinstance(criteria, list) else None
+    if first is not None:
+        kept["criteria"] = [{k: first.get(k) for k in ("name", "passed", "detail")}]
+    return kept
 
 
 def _rate(t: stats.TaskTrials | None) -> float | None:

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -70,14 +71,8 @@ def file_problem(path: str | os.PathLike[str]) -> str | None:
     return f"is {what}, not a regular file" if what.startswith("a ") else f"is {what}"
 
 
-def read_bytes(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES, *, follow_symlinks: bool = True) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them.
-
-    Opened non-blocking, so a FIFO cannot hang the open; then checked on the open descriptor (no
-    race with a swap of the path): anything but a regular file is :class:`NotRegularFile`, a file
-    over ``limit`` (or one that grows past it while read) is :class:`InputTooBig`. Both are
-    OSErrors whose ``strerror`` is the reason, so a reader's ``cannot read X: {strerror}`` line
-    says it. ``follow_symlinks=False`` refuses a symbolic link at ``path`` itself (ELOOP)."""
+def _open_regular(path: str | os.PathLike[str], limit: int, follow_symlinks: bool) -> int:
+    """A descriptor on the regular file ``path`` of at most ``limit`` bytes (see :func:`read_bytes`)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_BINARY", 0)
     if not follow_symlinks:
         flags |= os.O_NOFOLLOW
@@ -90,6 +85,38 @@ def read_bytes(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES, *, fo
             raise NotRegularFile(errno.EINVAL, reason, os.fspath(path))
         if info.st_size > limit:
             raise InputTooBig(errno.EFBIG, f"{info.st_size} bytes, more than the {limit} allowed", os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_lines(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES, *,
+               errors: str = "strict") -> Iterator[str]:
+    """The lines of the regular file ``path`` (each with its newline, the last one without when
+    the file does not end with one), decoded as UTF-8, read as they are asked for: a reader that
+    keeps a little of each line (a comparison, a resume) never holds the whole file. The checks
+    of :func:`read_bytes`; a file that grows past ``limit`` while read is :class:`InputTooBig`."""
+    fd = _open_regular(path, limit, True)
+    with os.fdopen(fd, "r", encoding="utf-8", errors=errors, newline="\n") as handle:
+        size = 0
+        for line in handle:
+            size += len(line)  # characters: at most the bytes they came from
+            if size > limit:
+                raise InputTooBig(errno.EFBIG, f"more than the {limit} bytes allowed", os.fspath(path))
+            yield line
+
+
+def read_bytes(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Opened non-blocking, so a FIFO cannot hang the open; then checked on the open descriptor (no
+    race with a swap of the path): anything but a regular file is :class:`NotRegularFile`, a file
+    over ``limit`` (or one that grows past it while read) is :class:`InputTooBig`. Both are
+    OSErrors whose ``strerror`` is the reason, so a reader's ``cannot read X: {strerror}`` line
+    says it. ``follow_symlinks=False`` refuses a symbolic link at ``path`` itself (ELOOP)."""
+    fd = _open_regular(path, limit, follow_symlinks)
+    try:
         chunks, size = [], 0
         while size <= limit:
             chunk = os.read(fd, limit + 1 - size)

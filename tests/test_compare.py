@@ -10,7 +10,7 @@ import pytest
 from conftest import results
 
 from pytest_agentbench import stats
-from pytest_agentbench.compare import compare_records, grep_line, load_run
+from pytest_agentbench.compare import compare_records, compared, grep_line, load_run
 from pytest_agentbench.record.viewer import main as view_main
 
 
@@ -84,13 +84,35 @@ def test_load_run_reads_a_folder_or_a_file(tmp_path):
     folder = tmp_path / "run1"
     folder.mkdir()
     (folder / "results.jsonl").write_text(json.dumps(rec("a", True)) + "\n")
-    assert load_run(folder) == ("run1", [rec("a", True)])
+    assert load_run(folder) == ("run1", [compared(rec("a", True))])
     assert load_run(folder / "results.jsonl")[0] == "run1"
     with pytest.raises(ValueError, match="does not exist"):
         load_run(tmp_path / "missing")
     (tmp_path / "bad.jsonl").write_text("{not json\n")
     with pytest.raises(ValueError, match="line 1 is not JSON"):
         load_run(tmp_path / "bad.jsonl")
+
+
+def test_a_compared_run_keeps_only_what_the_comparison_reads(tmp_path):
+    """A reference run is read keeping a few fields per record (a run of 20,000 tasks held whole
+    was most of a comparison's memory); the comparison is the same as of the whole records."""
+    def full(task: str, success: bool | None, trial: int = 1) -> dict:
+        record = rec(task, success, trial)
+        record.update(steps=[{"action": {"type": "click", "x": i}} for i in range(50)], reason=f"why {task}",
+                      criteria=[{"name": "ok", "passed": True, "detail": "x" * 500},
+                                {"name": "form", "passed": False, "detail": f"{task} not saved"},
+                                {"name": "later", "passed": False, "detail": "y"}], final_action={"type": "done"})
+        if success is None:
+            record["error"] = "VM gone"
+        return record
+
+    before = [full("a", True), full("b", False), full("c", None), full("d", False, 1), full("d", True, 2)]
+    after = [full("a", False), full("b", True), full("c", True), full("d", True, 1), full("d", True, 2)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in before))
+    _, kept = load_run(tmp_path / "results.jsonl")
+    assert all("steps" not in r and "final_action" not in r and len(r.get("criteria", ())) <= 1 for r in kept)
+    assert compare_records(kept, after) == compare_records(before, after)
+    assert compare_records(kept, after)["tasks"][0]["after"]["reason"] == "form: a not saved"
 
 
 # -- through pytest ------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.files import write_atomic
 from pytest_agentbench.record.runfolder import RunFolder, read_results
 from pytest_agentbench.redact import redact
 from pytest_agentbench.untrusted import load_file
@@ -144,8 +143,11 @@ class Resume:
         with path.open("a", encoding="utf-8") as handle:
             for record in self.replaced:
                 handle.write(redact(json.dumps(record, sort_keys=True, separators=(",", ":"))) + "\n")
-        write_atomic(self.folder.results_path,
-                     "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in self.kept))
+        from pytest_agentbench.record.streamed import write_text_pieces
+
+        # line by line: the kept records of a 20,000-task run are tens of megabytes as one string
+        write_text_pieces(self.folder.results_path,
+                          (json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in self.kept))
 
     @property
     def done(self) -> list[str]:

@@ -229,8 +229,11 @@ _RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 MAX_RESULTS_BYTES = 1 << 30
 
 
-def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Read results.jsonl. Raises ValueError naming the file and line of a malformed record (not
+def read_results(path: str | Path, keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 ) -> list[dict[str, Any]]:
+    """Read results.jsonl, each record as it is or as ``keep`` makes it: a reader that needs a few
+    fields of each record (a comparison against a run of 20,000 tasks) holds only those, as the
+    file is read line by line, never whole. Raises ValueError naming the file and line of a malformed record (not
     JSON, nested too deep, or a field of the wrong type such as ``"score": "x"``), and naming the
     file when it cannot be read (missing, not a regular file, too big): compare, baseline and
     resume refuse it with that one line instead of failing later on the field.
@@ -239,29 +242,28 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     not finish (the disk filled, the machine died): it is skipped, and every whole record before
     it is kept."""
     from pytest_agentbench.record.models import record_problem
-    from pytest_agentbench.untrusted import loads, read_text
+    from pytest_agentbench.untrusted import loads, read_lines
 
     path = Path(path)
+    records = []
     try:
-        lines = read_text(path, MAX_RESULTS_BYTES, errors="replace").split("\n")
+        for number, line in enumerate(read_lines(path, MAX_RESULTS_BYTES, errors="replace"), 1):
+            if not line.strip():
+                continue
+            try:
+                record = loads(line)
+            except json.JSONDecodeError as exc:
+                if not line.endswith("\n"):
+                    break  # the torn last line: a write the run could not finish
+                raise ValueError(f"{path} line {number} is not JSON: {exc.msg}") from None
+            if not isinstance(record, dict) or "task_id" not in record or "benchmark" not in record:
+                raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
+            problem = record_problem(record)
+            if problem is not None:
+                raise ValueError(f"{path} line {number} is not a valid result record: {problem}")
+            records.append(record if keep is None else keep(record))
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines):
-                break  # the torn last line (a whole file's split ends with the "" after its last newline)
-            raise ValueError(f"{path} line {number} is not JSON: {exc.msg}") from None
-        if not isinstance(record, dict) or "task_id" not in record or "benchmark" not in record:
-            raise ValueError(f"{path} line {number} is not a result record (needs task_id and benchmark)")
-        problem = record_problem(record)
-        if problem is not None:
-            raise ValueError(f"{path} line {number} is not a valid result record: {problem}")
-        records.append(record)
     return records
 
 
