@@ -9,14 +9,16 @@ something reads them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.benches.mock.png import BandedEncoder
 from pytest_agentbench.benchmark import Benchmark
 from pytest_agentbench.model import Action, Criterion, Observation, Task, Verdict
 
 if TYPE_CHECKING:
-    from PIL import ImageFont
+    from PIL import Image, ImageFont
 
 #: The Windows Agent Arena domains, in the reference tool's order; mock tasks use the first three
 #: unless told otherwise.
@@ -81,8 +83,17 @@ class _State:
 
 def render_window(task_id: str, step: int, typed: str, clicked: list[str]) -> bytes:
     """Draw the synthetic window as PNG. Called only when someone reads the screenshot."""
-    import io
+    image = _draw(f"task {task_id} - step {step}", typed, clicked)
+    return _encoder().encode(image.tobytes())
 
+
+@functools.cache
+def _encoder() -> BandedEncoder:
+    """The PNG encoder, with the window as no step has changed it (no task line) for template."""
+    return BandedEncoder(SCREEN, _draw(None, "", []).tobytes())
+
+
+def _draw(task_line: str | None, typed: str, clicked: list[str]) -> Image.Image:
     from PIL import Image, ImageDraw
 
     image = Image.new("RGB", SCREEN, "#eef0f3")
@@ -96,14 +107,15 @@ def render_window(task_id: str, step: int, typed: str, clicked: list[str]) -> by
         label = typed if element.role == "edit" and typed else element.name
         color = "#000000" if element.role == "edit" else "#ffffff"
         draw.text((element.box[0] + 10, element.box[1] + 10), label, fill=color, font=font)
-    draw.text((100, 240), f"task {task_id} - step {step}", fill="#3b4656", font=font)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=1)
-    return buffer.getvalue()
+    if task_line is not None:
+        draw.text((100, 240), task_line, fill="#3b4656", font=font)
+    return image
 
 
+@functools.cache
 def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
-    """Pillow's built-in font at a readable size (Pillow >= 10.1), else its small bitmap font."""
+    """Pillow's built-in font at a readable size (Pillow >= 10.1), else its small bitmap font;
+    loaded once (it is decoded from Pillow's embedded copy on every call)."""
     from PIL import ImageFont
 
     try:
