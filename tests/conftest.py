@@ -318,19 +318,24 @@ def notepad_project(root: Path, count: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def serve_folder(folder: Path) -> Iterator[str]:
-    """A real HTTP server on loopback serving ``folder`` (gold files, downloads); yields its URL."""
+def serve_folder(folder: Path, *, keep_alive: bool = False) -> Iterator[str]:
+    """A real HTTP server on loopback serving ``folder`` (gold files, downloads); yields its URL.
+    ``keep_alive``: HTTP/1.1, one connection for many requests (the stdlib's default is HTTP/1.0)."""
     import http.server
     import threading
 
+    from pytest_agentbench.sockets import HTTPServer
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def __init__(self, *a: Any, **kw: Any) -> None:
             super().__init__(*a, directory=str(folder), **kw)
 
         def log_message(self, *a: Any) -> None:
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    httpd = HTTPServer(("127.0.0.1", 0), Quiet)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"

@@ -141,6 +141,8 @@ def address_echo(answer: str, status: int = 200) -> str:
     import http.server
     import threading
 
+    from pytest_agentbench.sockets import HTTPServer
+
     class Echo(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             body = answer.encode()
@@ -152,7 +154,7 @@ def address_echo(answer: str, status: int = 200) -> str:
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    server = HTTPServer(("127.0.0.1", 0), Echo)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/"
 

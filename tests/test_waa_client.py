@@ -16,6 +16,7 @@ from pytest_agentbench.benches.waa import scoring
 from pytest_agentbench.benches.waa.client import PYAUTOGUI_PREFIX, WAAClient
 from pytest_agentbench.benchmark import EvaluationError, InfrastructureError
 from pytest_agentbench.model import Action
+from pytest_agentbench.sockets import HTTPServer
 from pytest_agentbench.testing import FakeWAAServer
 
 
@@ -159,7 +160,7 @@ class Unavailable(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def unavailable():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    httpd = HTTPServer(("127.0.0.1", 0), Unavailable)
     httpd.replies, httpd.paths = [], []
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -364,7 +365,7 @@ def file_server(tmp_path):
         def log_message(self, *a):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    httpd = HTTPServer(("127.0.0.1", 0), Quiet)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"

@@ -70,6 +70,10 @@ class Handler(BaseHTTPRequestHandler):
 
     server: AgentServer
     protocol_version = "HTTP/1.1"  # keep-alive: one connection per client, not one per step
+    # TCP_NODELAY on each connection. http.server writes a reply's head and body separately, and
+    # with Nagle's algorithm on, the kernel holds the body until the client acknowledges the head,
+    # which the client delays (40 ms on Linux) while it waits for the body: 44 ms per request.
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
         if self.path.rstrip("/") == "/health":

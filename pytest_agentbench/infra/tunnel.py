@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.extras import install_hint
+from pytest_agentbench.sockets import no_delay
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -122,6 +123,7 @@ class _Forward:
             except OSError:
                 break
             conn.settimeout(None)
+            no_delay(conn)  # each piece read from the channel leaves at once (pytest_agentbench.sockets)
             threading.Thread(
                 target=self._carry, args=(conn, peer), name=f"ssh-forward-{self.local_port}-conn", daemon=True
             ).start()
@@ -355,6 +357,7 @@ class SSHTunnel:
             raise TunnelError(f"SSH connection to {where} failed: {text}") from None
         self._transport = client.get_transport()
         self._transport.set_keepalive(30)
+        no_delay(self._transport.sock)  # a request's head and body leave as two SSH packets
 
     def stop(self) -> None:
         """Close the local ports, the open connections and the SSH connection; safe to call twice."""

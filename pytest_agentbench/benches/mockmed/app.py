@@ -3,8 +3,9 @@
 Why one module of over 500 lines: the pages, routes and form handling of one small app read best
 side by side; the store and the driver are already modules of their own.
 
-A stdlib ``ThreadingHTTPServer`` on 127.0.0.1 serves server-rendered HTML pages with plain forms (no
-JavaScript anywhere) and stores encounters in a SQLite file through :class:`~.store.Store`:
+A stdlib threading HTTP server (:class:`~pytest_agentbench.sockets.HTTPServer`) on 127.0.0.1 serves
+server-rendered HTML pages with plain forms (no JavaScript anywhere) and stores encounters in a SQLite
+file through :class:`~.store.Store`:
 
 * ``/login``: "Sign in to MockMed" (Username, Password, "Sign In" ``#signin``); any credentials work;
 * ``/tasks``: "Referral Tasks", a table Patient / Reason / Priority / Action with one "Open" button
@@ -29,11 +30,12 @@ import threading
 import urllib.parse
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.benches.mockmed.store import ENCOUNTER_TYPES, Store
+from pytest_agentbench.sockets import HTTPServer
 from pytest_agentbench.text import one_line
 
 if TYPE_CHECKING:
@@ -324,8 +326,7 @@ def render_not_found(*, condition: str, user: str | None) -> str:
 # The server.
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(HTTPServer):
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], store: Store, condition: str) -> None:
@@ -344,6 +345,7 @@ _CREATE = re.compile(r"^/patient/([A-Za-z0-9_-]+)/encounters$")
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     server_version = "MockMed/1.0"
+    protocol_version = "HTTP/1.1"  # keep-alive: every reply says its Content-Length (a 204 has none)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

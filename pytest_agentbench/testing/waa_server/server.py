@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.sockets import HTTPServer
 from pytest_agentbench.testing.waa_server.desktop import SimulatedDesktop
 from pytest_agentbench.testing.waa_server.evaluate import ReferenceEvaluator
 from pytest_agentbench.testing.waa_server.handler import Handler
@@ -30,7 +30,7 @@ class FakeWAAServer(SimulatedDesktop):
         self.cloud_files: dict[str, bytes] = {}
         self.evaluator: ReferenceEvaluator | None = ReferenceEvaluator(self, self.cloud_files) if evaluate else None
         self.lock = threading.RLock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -62,8 +62,7 @@ class FakeWAAServer(SimulatedDesktop):
         class BoundHandler(Handler):
             fake = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), BoundHandler)
-        self._httpd.daemon_threads = True
+        self._httpd = HTTPServer(("127.0.0.1", 0), BoundHandler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fake-waa", daemon=True)
         self._thread.start()
         return self
