@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from conftest import OUTCOME_BENCH, only_run_folder, results
 
+from pytest_agentbench.record import viewer_data
 from pytest_agentbench.record.runfolder import RunFolder
 from pytest_agentbench.record.viewer import main, write_viewer
 
@@ -89,9 +90,12 @@ class Viewer:
 def open_viewer(browser: Any) -> Iterator[Callable[..., Viewer]]:
     pages = []
 
-    def _open(run_dir: Path, fragment: str = "") -> Viewer:
+    def _open(run_dir: Path, fragment: str = "", before: str | None = None) -> Viewer:
+        """``before``: a script run in the page before its own (to take something from the browser)."""
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         pages.append(page)
+        if before is not None:
+            page.add_init_script(before)
         viewer = Viewer(page, run_dir)
         page.on("console", lambda message: viewer.errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda exc: viewer.errors.append(str(exc)))
@@ -498,6 +502,64 @@ def test_a_link_to_a_task_on_a_later_page_or_filtered_out_opens_it(tmp_path, ope
     viewer.assert_clean()
 
 
+def test_the_page_packs_each_tasks_detail_and_shows_all_of_it_on_open(tmp_path, open_viewer):
+    """The page carries up front only what its table reads of each task; the whole record and the
+    trajectory are packed, and a task's detail shows what only they hold."""
+    steps = {"steps": [{"index": i, "label": f"click #{i}", "reasoning": f"step {i} because " + "the form " * 40}
+                       for i in range(20)], "task": {"instruction": "fill the form"}}
+    records = [record(f"t-{n:03d}", total_time_seconds=1.5, cost_usd=0.1234, extra={"log": "x" * 2000},
+                      screenshots=[f"tasks/hand/t-{n:03d}/final.png"]) for n in range(300)]
+    records[1] = {k: v for k, v in records[1].items() if k != "outcome"}  # scored: the record says nothing else
+    records[2]["outcome"] = None  # a null outcome is no outcome, as a false one
+    folder = write_run_folder(tmp_path, "packed", records,
+                              {f"tasks/hand/t-{n:03d}/trajectory.json": steps for n in range(300)})
+    html = (folder / "viewer.html").read_text(encoding="utf-8")
+    carried = (folder / "results.jsonl").stat().st_size + 300 * len(json.dumps(steps))
+    assert len(html) < carried / 10
+    tasks = page_tasks(html)
+    assert [task.record for task in tasks] == results(folder)
+    assert all(task.trajectory is not None and json.loads(task.trajectory) == steps for task in tasks)
+    assert {name for task in tasks for name in task.row} <= set(viewer_data.ROW_FIELDS)
+    assert "extra" not in tasks[0].row and "total_time_seconds" not in tasks[0].row
+    viewer = open_viewer(folder)
+    assert viewer.row("t-001").locator(".score").inner_text() == "0.000"
+    assert viewer.row("t-002").locator(".score").inner_text() == "n/a"
+    detail = viewer.expand("t-099")
+    facts = detail.locator(".facts").inner_text()
+    assert "time 1.5 s" in facts and "cost $0.1234" in facts
+    assert "fill the form" in detail.inner_text() and detail.locator(".action").count() == 20
+    assert detail.locator(".final img").get_attribute("src") == "tasks/hand/t-099/final.png"
+    viewer.errors = [e for e in viewer.errors if "ERR_FILE_NOT_FOUND" not in e]
+    viewer.assert_clean()
+
+
+def test_a_browser_that_cannot_unpack_the_page_says_so(tmp_path, open_viewer):
+    viewer = open_viewer(many_tasks(tmp_path, 3), before="delete window.DecompressionStream;")
+    assert viewer.page.locator("#count").inner_text() == "0 tasks"
+    assert "needs DecompressionStream" in viewer.page.locator("#notes").inner_text()
+    assert viewer.page.locator("#run-name").inner_text() == "many"  # what is not packed is shown
+    viewer.assert_clean()
+
+
+def test_packed_pieces_come_back_whole_from_their_blocks():
+    from pytest_agentbench.record.packed import Packer, unpack
+
+    packer = Packer(chunk=1000)
+    pieces = [bytes([n % 251]) * (n * 37 % 900 + 1) for n in range(60)] + [b"<big>" * 2000, b"</script>"]
+    blocks, where = [], []
+    for piece in pieces:
+        where.append(packer.add(piece))
+        if packer.full:
+            blocks.append(packer.seal())
+    if not packer.empty:
+        blocks.append(packer.seal())
+    assert len(blocks) > 10 and packer.blocks == len(blocks)
+    unpacked = [unpack(block) for block in blocks]
+    assert [unpacked[n][start:end] for n, start, end in where] == pieces
+    assert where[-2][2] - where[-2][1] == 10_000  # the big piece, whole in one block, bigger than a block
+    assert all(re.fullmatch(r"[A-Za-z0-9+/=]*", block) for block in blocks)  # nothing that could end a script
+
+
 def test_markup_everywhere_in_a_run_folder_stays_text(tmp_path, open_viewer):
     evil_step = {"index": 0, "label": "<svg onload=alert(4)>", "reasoning": XSS,
                  "screenshot_path": "javascript:alert(5)", "action": {"type": "click"}}
@@ -743,7 +805,6 @@ def test_the_run_end_page_equals_the_page_read_back_from_the_folder(run, pyteste
 def test_the_run_end_page_embeds_the_lines_the_run_wrote(run, pytester, monkeypatch):
     """At the end of a run no record is encoded a second time for the page: its results.jsonl
     line is embedded as written."""
-    from pytest_agentbench.record import viewer_data
 
     real, encoded = viewer_data.embed_json, []
 
@@ -766,7 +827,6 @@ def test_records_lines_are_embedded_as_written_and_the_rest_encoded(tmp_path, mo
     """``record_texts`` (the results.jsonl lines the controller wrote) give the text the records
     would be encoded to; a record without its line, or whose line holds NaN or Infinity (a bare
     token ``JSON.parse`` rejects) or the word in a string, is encoded, as without texts."""
-    from pytest_agentbench.record import viewer_data
     from pytest_agentbench.record.packed import unpack
 
     folder = RunFolder.create(tmp_path, "r")
