@@ -95,12 +95,12 @@
   var TASKS = [];
   function tasksOf(rows) {
     rows = obj(rows);
-    var fields = list(rows.fields), columns = list(rows.columns);
+    var fields = list(rows.fields), columns = list(rows.columns).map(list);
     var at = list(rows.at), out = [], count = num(rows.count) || 0;
     for (var i = 0; i < count; i++) {
       var r = {};
       for (var f = 0; f < fields.length; f++) {
-        var v = list(columns[f])[i];
+        var v = f < columns.length ? columns[f][i] : null;
         if (v !== null && v !== undefined) r[fields[f]] = v;
       }
       var t = normalize(r, i, []);
