@@ -148,7 +148,7 @@ def page_tasks(html: str) -> list[Detail]:
 
     for index in range(rows["count"]):
         row = {name: column[index] for name, column in zip(rows["fields"], rows["columns"], strict=True)
-               if column[index] is not None}
+               if column is not None and column[index] is not None}  # a column of nulls only is one null
         record, (where, why, path) = json.loads(piece(at[3 * index:3 * index + 3]))
         out.append(Detail(row, record, why, path, piece(where) if where is not None else None))
     return out

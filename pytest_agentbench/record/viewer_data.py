@@ -102,15 +102,16 @@ def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[d
     return RunView(data, rows, blocks if lazy else list(blocks))
 
 
-def _columns(records: list[dict[str, Any]]) -> list[list[Any]]:
-    """``ROW_FIELDS`` of every record, a column each; null where a record lacks the field.
+def _columns(records: list[dict[str, Any]]) -> list[list[Any] | None]:
+    """``ROW_FIELDS`` of every record, a column each; null where a record lacks the field, and a
+    column of nulls only (a run without trials, errors or node ids) is one null.
 
     The page reads a null as a missing field, which is the same to it for every field but
     ``outcome``, whose presence counts (a record without one is scored unless its error or status
     says otherwise), so an ``outcome`` of null is written as false, which the page reads as null.
     Of ``criteria`` the Reason column needs only the failed ones, and of those the first whole
     and how many there are."""
-    columns: list[list[Any]] = []
+    columns: list[list[Any] | None] = []
     for name in ROW_FIELDS:
         values = [record.get(name) for record in records]
         if name == "outcome":
@@ -118,17 +119,23 @@ def _columns(records: list[dict[str, Any]]) -> list[list[Any]]:
                       for value, record in zip(values, records, strict=True)]
         elif name == "criteria":
             values = [_failed_criteria(value) for value in values]
-        columns.append(values)
+        columns.append(values if any(value is not None for value in values) else None)
     return columns
 
 
 def _failed_criteria(criteria: Any) -> list[Any] | None:
-    """What the Reason column reads of a record's criteria: the first failed one, and a stand-in
-    for each other failed one (the column counts them)."""
+    """What the Reason column reads of a record's criteria: the first failed one (its expected and
+    actual values only when it says nothing itself: the column shows its detail or them), and a
+    stand-in for each other failed one (the column counts them)."""
     if not isinstance(criteria, list):
         return None
     failed = [c for c in criteria if isinstance(c, dict) and c.get("passed") is False]
-    return failed[:1] + [{"passed": False}] * (len(failed) - 1)
+    if not failed:
+        return []
+    first = failed[0]
+    if isinstance(first.get("detail"), str) and first["detail"]:
+        first = {k: v for k, v in first.items() if k not in ("expected", "actual")}
+    return [first] + [{"passed": False}] * (len(failed) - 1)
 
 
 def _record_text(record: dict[str, Any], text: str | None) -> str:

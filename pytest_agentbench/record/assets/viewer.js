@@ -91,11 +91,12 @@
   }
   var MULTI_TRIAL = !!(DATA.statistics && DATA.statistics.trials !== "1" && DATA.statistics.trials !== "0");
   /* The rows block (packed, unpacked at load) holds a column per field, null where a record lacks
-     it, and where each task's packed detail is: three numbers a task. */
+     it (a column of nulls only is one null), and where each task's packed detail is: three
+     numbers a task. */
   var TASKS = [];
   function tasksOf(rows) {
     rows = obj(rows);
-    var fields = list(rows.fields), columns = list(rows.columns).map(list);
+    var fields = list(rows.fields), columns = list(rows.columns).map(function (c) { return Array.isArray(c) ? c : []; });
     var at = list(rows.at), out = [], count = num(rows.count) || 0;
     for (var i = 0; i < count; i++) {
       var r = {};
