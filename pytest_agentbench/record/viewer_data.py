@@ -46,7 +46,7 @@ RECORD_LIMIT = 256 * 1024 * 1024
 
 
 #: The record fields the table, its filters, search and sorting read; the rest of a record is
-#: packed with the task's detail (``_ROW_FIELDS`` columns of the rows block, one value per task).
+#: packed with the task's detail. The rows block holds them as columns, one value per task.
 ROW_FIELDS = ("task_id", "trial", "benchmark", "domain", "nodeid", "status", "outcome", "success", "error_type",
               "score", "num_steps", "step_limit", "reason", "error", "criteria")
 
@@ -108,9 +108,9 @@ def _columns(records: list[dict[str, Any]]) -> list[list[Any] | None]:
 
     The page reads a null as a missing field, which is the same to it for every field but
     ``outcome``, whose presence counts (a record without one is scored unless its error or status
-    says otherwise), so an ``outcome`` of null is written as false, which the page reads as null.
-    Of ``criteria`` the Reason column needs only the failed ones, and of those the first whole
-    and how many there are."""
+    says otherwise), so an ``outcome`` of null is written as false, which the page reads as it
+    reads a null one: not scored. Of ``criteria`` the Reason column reads only the failed ones
+    (``_failed_criteria``)."""
     columns: list[list[Any] | None] = []
     for name in ROW_FIELDS:
         values = [record.get(name) for record in records]
