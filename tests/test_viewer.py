@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from conftest import OUTCOME_BENCH, only_run_folder, results
 
+from pytest_agentbench.record import viewer_data
 from pytest_agentbench.record.runfolder import RunFolder
 from pytest_agentbench.record.viewer import main, write_viewer
 
@@ -72,11 +73,10 @@ class Viewer:
         return self.page.locator("tr.row").filter(has=self.page.get_by_role("button", name=task_id, exact=True))
 
     def expand(self, task_id: str) -> Any:
-        """Open a task and return its detail row."""
+        """Open a task and return its detail row, once its detail is drawn (unpacked from the page)."""
         self.row(task_id).click()
-        detail = self.page.locator("tr.detail")
-        detail.wait_for()
-        return detail
+        self.page.locator("tr.detail .detail-body").wait_for()
+        return self.page.locator("tr.detail")
 
     def assert_clean(self) -> None:
         """No console error, no dialog, and no request outside the run folder."""
@@ -90,16 +90,21 @@ class Viewer:
 def open_viewer(browser: Any) -> Iterator[Callable[..., Viewer]]:
     pages = []
 
-    def _open(run_dir: Path, fragment: str = "") -> Viewer:
+    def _open(run_dir: Path, fragment: str = "", before: str | None = None) -> Viewer:
+        """``before``: a script run in the page before its own (to take something from the browser)."""
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         pages.append(page)
+        if before is not None:
+            page.add_init_script(before)
         viewer = Viewer(page, run_dir)
         page.on("console", lambda message: viewer.errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda exc: viewer.errors.append(str(exc)))
         page.on("dialog", lambda dialog: (viewer.dialogs.append(dialog.message), dialog.dismiss()))
         page.on("request", lambda request: viewer.requests.append(request.url))
         page.goto((run_dir / "viewer.html").resolve().as_uri() + fragment)
-        page.wait_for_function("document.getElementById('count').textContent !== ''")
+        # The table is drawn once its rows are unpacked, and a linked task's detail once its own are.
+        page.wait_for_function("document.getElementById('count').textContent !== ''"
+                               " && !document.querySelector('tr.detail .loading')")
         return viewer
 
     yield _open
@@ -108,7 +113,50 @@ def open_viewer(browser: Any) -> Iterator[Callable[..., Viewer]]:
 
 
 def embedded_blocks(html: str) -> list[str]:
-    return re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html, flags=re.DOTALL)
+    """The text of every data block of the page: its JSON blocks and its packed ones."""
+    return re.findall(r'<script type="application/(?:json|octet-stream)"[^>]*>(.*?)</script>', html, flags=re.DOTALL)
+
+
+def packed_blocks(html: str) -> dict[str, bytes]:
+    """The page's packed blocks, by id, unpacked as the page unpacks them (every one base64 of raw deflate)."""
+    from pytest_agentbench.record.packed import unpack
+
+    found = re.findall(r'<script type="application/octet-stream" id="([^"]+)">(.*?)</script>', html, flags=re.DOTALL)
+    assert [name for name, _ in found] == [f"z-{n}" for n in range(len(found) - 1)] + ["run-rows"]
+    return {name: unpack(text) for name, text in found}
+
+
+@dataclass
+class Detail:
+    """One task as the page reads it when the task opens: its row, its whole record, and its trajectory."""
+
+    row: dict[str, Any]
+    record: dict[str, Any]
+    why: str | None
+    path: str
+    trajectory: bytes | None
+
+
+def page_tasks(html: str) -> list[Detail]:
+    """Every task of a written page, read from its blocks as its script reads them."""
+    blocks = packed_blocks(html)
+    rows = json.loads(blocks["run-rows"])
+    at, out = rows["at"], []
+
+    def piece(where: list[int]) -> bytes:
+        return blocks[f"z-{where[0]}"][where[1]:where[2]]
+
+    for index in range(rows["count"]):
+        row = {name: column[index] for name, column in zip(rows["fields"], rows["columns"], strict=True)
+               if column is not None and column[index] is not None}  # a column of nulls only is one null
+        record, (where, why, path) = json.loads(piece(at[3 * index:3 * index + 3]))
+        out.append(Detail(row, record, why, path, piece(where) if where is not None else None))
+    return out
+
+
+def page_holds(html: str) -> str:
+    """All the page holds: its text and its packed blocks' (for what must or must not be in it)."""
+    return html + "".join(data.decode("utf-8", "replace") for data in packed_blocks(html).values())
 
 
 def mock_run(run: Callable[..., Any], pytester: pytest.Pytester, *args: str) -> Path:
@@ -138,9 +186,11 @@ def test_mock_run_lists_every_task_with_status_and_score(run, pytester, open_vie
         assert row.locator(".domain").inner_text() == record["domain"]
     assert page.locator("#count").inner_text() == "3 tasks"
     viewer.assert_clean()
-    # Screenshots are linked, never inlined: three tasks' PNGs (about 40 KB each) are not in it.
+    # Screenshots are linked, never inlined: three tasks' PNGs (about 40 KB each) are not in it,
+    # neither as data URLs nor as PNG bytes in its packed blocks.
     html = (folder / "viewer.html").read_text(encoding="utf-8")
-    assert "base64" not in html and "data:image" not in html
+    assert "data:image" not in html and "iVBORw0KGgo" not in html
+    assert not any(b"\x89PNG" in data for data in packed_blocks(html).values())
     assert "http://" not in html and "https://" not in html
     assert len(html) < 100_000
 
@@ -452,6 +502,64 @@ def test_a_link_to_a_task_on_a_later_page_or_filtered_out_opens_it(tmp_path, ope
     viewer.assert_clean()
 
 
+def test_the_page_packs_each_tasks_detail_and_shows_all_of_it_on_open(tmp_path, open_viewer):
+    """The page carries up front only what its table reads of each task; the whole record and the
+    trajectory are packed, and a task's detail shows what only they hold."""
+    steps = {"steps": [{"index": i, "label": f"click #{i}", "reasoning": f"step {i} because " + "the form " * 40}
+                       for i in range(20)], "task": {"instruction": "fill the form"}}
+    records = [record(f"t-{n:03d}", total_time_seconds=1.5, cost_usd=0.1234, extra={"log": "x" * 2000},
+                      screenshots=[f"tasks/hand/t-{n:03d}/final.png"]) for n in range(300)]
+    records[1] = {k: v for k, v in records[1].items() if k != "outcome"}  # scored: the record says nothing else
+    records[2]["outcome"] = None  # a null outcome is no outcome, as a false one
+    folder = write_run_folder(tmp_path, "packed", records,
+                              {f"tasks/hand/t-{n:03d}/trajectory.json": steps for n in range(300)})
+    html = (folder / "viewer.html").read_text(encoding="utf-8")
+    carried = (folder / "results.jsonl").stat().st_size + 300 * len(json.dumps(steps))
+    assert len(html) < carried / 10
+    tasks = page_tasks(html)
+    assert [task.record for task in tasks] == results(folder)
+    assert all(task.trajectory is not None and json.loads(task.trajectory) == steps for task in tasks)
+    assert {name for task in tasks for name in task.row} <= set(viewer_data.ROW_FIELDS)
+    assert "extra" not in tasks[0].row and "total_time_seconds" not in tasks[0].row
+    viewer = open_viewer(folder)
+    assert viewer.row("t-001").locator(".score").inner_text() == "0.000"
+    assert viewer.row("t-002").locator(".score").inner_text() == "n/a"
+    detail = viewer.expand("t-099")
+    facts = detail.locator(".facts").inner_text()
+    assert "time 1.5 s" in facts and "cost $0.1234" in facts
+    assert "fill the form" in detail.inner_text() and detail.locator(".action").count() == 20
+    assert detail.locator(".final img").get_attribute("src") == "tasks/hand/t-099/final.png"
+    viewer.errors = [e for e in viewer.errors if "ERR_FILE_NOT_FOUND" not in e]
+    viewer.assert_clean()
+
+
+def test_a_browser_that_cannot_unpack_the_page_says_so(tmp_path, open_viewer):
+    viewer = open_viewer(many_tasks(tmp_path, 3), before="delete window.DecompressionStream;")
+    assert viewer.page.locator("#count").inner_text() == "0 tasks"
+    assert "needs DecompressionStream" in viewer.page.locator("#notes").inner_text()
+    assert viewer.page.locator("#run-name").inner_text() == "many"  # what is not packed is shown
+    viewer.assert_clean()
+
+
+def test_packed_pieces_come_back_whole_from_their_blocks():
+    from pytest_agentbench.record.packed import Packer, unpack
+
+    packer = Packer(chunk=1000)
+    pieces = [bytes([n % 251]) * (n * 37 % 900 + 1) for n in range(60)] + [b"<big>" * 2000, b"</script>"]
+    blocks, where = [], []
+    for piece in pieces:
+        where.append(packer.add(piece))
+        if packer.full:
+            blocks.append(packer.seal())
+    if not packer.empty:
+        blocks.append(packer.seal())
+    assert len(blocks) > 10 and packer.blocks == len(blocks)
+    unpacked = [unpack(block) for block in blocks]
+    assert [unpacked[n][start:end] for n, start, end in where] == pieces
+    assert where[-2][2] - where[-2][1] == 10_000  # the big piece, whole in one block, bigger than a block
+    assert all(re.fullmatch(r"[A-Za-z0-9+/=]*", block) for block in blocks)  # nothing that could end a script
+
+
 def test_markup_everywhere_in_a_run_folder_stays_text(tmp_path, open_viewer):
     evil_step = {"index": 0, "label": "<svg onload=alert(4)>", "reasoning": XSS,
                  "screenshot_path": "javascript:alert(5)", "action": {"type": "click"}}
@@ -567,7 +675,7 @@ def test_write_viewer_never_opens_a_png(tmp_path, monkeypatch):
     write_viewer(folder)
     monkeypatch.undo()
     assert not [p for p in opened if p.endswith(".png")]
-    assert "t499" in (folder / "viewer.html").read_text()
+    assert page_tasks((folder / "viewer.html").read_text())[-1].row["task_id"] == "t499"
 
 
 def test_main_rejects_a_bad_folder(tmp_path, capsys):
@@ -638,7 +746,7 @@ def test_symbolic_links_in_a_run_folder_are_never_followed(tmp_path, capsys):
     (folder / "results.jsonl").write_text(json.dumps(record("a")) + "\n" + json.dumps(record("b")) + "\n")
     (folder / ".viewer.html.tmp").symlink_to(secret / "bashrc")                                 # a write through a link
     assert main([str(folder)]) == 0
-    page = (folder / "viewer.html").read_text()
+    page = page_holds((folder / "viewer.html").read_text())
     assert "PRIVATE-KEY-MATERIAL" not in page and "DIR-LINK-SECRET" not in page
     assert "symbolic links" in page
     assert (secret / "bashrc").read_text() == "original"
@@ -648,7 +756,7 @@ def test_symbolic_links_in_a_run_folder_are_never_followed(tmp_path, capsys):
     (other / "summary.json").symlink_to(secret / "summary.json")
     (other / "results.jsonl").symlink_to(secret / "results.jsonl")
     assert main([str(other)]) == 0
-    page = (other / "viewer.html").read_text()
+    page = page_holds((other / "viewer.html").read_text())
     assert "SUMMARY-SECRET" not in page and "RESULTS-SECRET" not in page
 
 
@@ -689,7 +797,7 @@ def test_the_run_end_page_equals_the_page_read_back_from_the_folder(run, pyteste
     the one ``agentbench-view`` writes from the folder, byte for byte."""
     folder = mock_run(run, pytester, "--bench-limit", "4")
     written = (folder / "viewer.html").read_bytes()
-    assert b'id="traj-3"' in written
+    assert sum(task.trajectory is not None for task in page_tasks(written.decode())) == 4
     write_viewer(folder)
     assert (folder / "viewer.html").read_bytes() == written
 
@@ -697,7 +805,6 @@ def test_the_run_end_page_equals_the_page_read_back_from_the_folder(run, pyteste
 def test_the_run_end_page_embeds_the_lines_the_run_wrote(run, pytester, monkeypatch):
     """At the end of a run no record is encoded a second time for the page: its results.jsonl
     line is embedded as written."""
-    from pytest_agentbench.record import viewer_data
 
     real, encoded = viewer_data.embed_json, []
 
@@ -708,7 +815,9 @@ def test_the_run_end_page_embeds_the_lines_the_run_wrote(run, pytester, monkeypa
 
     monkeypatch.setattr(viewer_data, "embed_json", counting)
     folder = mock_run(run, pytester, "--bench-limit", "4")
-    assert len(results(folder)) == 4 and b'id="traj-3"' in (folder / "viewer.html").read_bytes()
+    tasks = page_tasks((folder / "viewer.html").read_text())
+    assert len(results(folder)) == 4 and [task.record for task in tasks] == results(folder)
+    assert all(task.trajectory is not None for task in tasks)
     assert encoded == []
     write_viewer(folder)  # read back from the folder: the file's lines, not encoded either
     assert encoded == []
@@ -718,7 +827,7 @@ def test_records_lines_are_embedded_as_written_and_the_rest_encoded(tmp_path, mo
     """``record_texts`` (the results.jsonl lines the controller wrote) give the text the records
     would be encoded to; a record without its line, or whose line holds NaN or Infinity (a bare
     token ``JSON.parse`` rejects) or the word in a string, is encoded, as without texts."""
-    from pytest_agentbench.record import viewer_data
+    from pytest_agentbench.record.packed import unpack
 
     folder = RunFolder.create(tmp_path, "r")
     records = [record("a"), record("b", reason="score NaN"), record("c", score=float("nan")), record("d"),
@@ -727,12 +836,15 @@ def test_records_lines_are_embedded_as_written_and_the_rest_encoded(tmp_path, mo
     texts[3] = None  # a kept record of a resumed run: no line written here
 
     def joined(**kwargs: Any) -> str:
+        """The records' texts as packed in the page's blocks."""
         view = viewer_data.collect(folder.path, summary={}, records=records, lazy=True, **kwargs)
-        list(view.trajectories)
-        return "".join(view.results)
+        blocks = [unpack(block) for block in view.blocks]
+        at = view.rows["at"]
+        return "\n".join(blocks[at[n]][at[n + 1]:at[n + 2]].decode() for n in range(0, len(at), 3))
 
     expected = joined()
     assert "NaN" not in expected.replace("score NaN", "")  # c's NaN was written as null
+    assert [json.loads(line)[0]["task_id"] for line in expected.splitlines()] == ["a", "b", "c", "d", "e"]
     real, encoded = viewer_data.embed_json, []
 
     def counting(value: Any, **kwargs: Any) -> str:

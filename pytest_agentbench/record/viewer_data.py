@@ -3,14 +3,18 @@ r"""What the static viewer shows, read from a run folder: the page's data model.
 ``collect`` reads ``results.jsonl`` (one row per task), ``summary.json`` (run facts and metrics)
 and each task's ``trajectory.json`` into a ``RunView``. It runs at the end of every run, so it must
 cost next to nothing: it never opens a PNG (screenshots are linked by relative path and loaded
-lazily by the browser), and it does not parse trajectories at all. Each one is kept as verbatim
-text for its own ``<script type="application/json">`` block, and the browser parses it only when
-someone opens that task. A broken trajectory therefore breaks only its own task's detail.
+lazily by the browser), and it does not parse trajectories at all.
 
-Task ids, reasons and reasoning come from benchmarks and agents, i.e. from users, so every text
-kept for a block has ``<``, ``>`` and ``&`` replaced by their ``\uXXXX`` escapes (``escape_json_text``):
+The page carries up front only what its table needs of each task (``ROW_FIELDS``, as columns);
+each task's whole record and its trajectory, verbatim, are packed into compressed blocks
+(``packed``) that the browser unpacks and parses only when someone opens that task. A broken
+trajectory therefore breaks only its own task's detail.
+
+Task ids, reasons and reasoning come from benchmarks and agents, i.e. from users, so the JSON of
+every block has ``<``, ``>`` and ``&`` replaced by their ``\uXXXX`` escapes (``escape_json_text``):
 valid JSON never has them outside strings, so the JSON means the same, and no block can close its
-``<script>`` tag. A run folder may come from someone else, so no file is read through a symbolic link.
+``<script>`` tag; a packed block is base64, which holds none of them. A run folder may come from
+someone else, so no file is read through a symbolic link.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 from pytest_agentbench import metrics as m
 from pytest_agentbench.record.models import record_problem
+from pytest_agentbench.record.packed import Packer
 from pytest_agentbench.record.runfolder import task_slug
 from pytest_agentbench.record.script_json import embed_json, escape_json_text
 from pytest_agentbench.record.stats_report import viewer_statistics
@@ -42,20 +47,25 @@ RECORD_LIMIT = 256 * 1024 * 1024
 
 
 
+#: The record fields the table, its filters, search and sorting read; the rest of a record is
+#: packed with the task's detail. The rows block holds them as columns, one value per task.
+ROW_FIELDS = ("task_id", "trial", "benchmark", "domain", "nodeid", "status", "outcome", "success", "error_type",
+              "score", "num_steps", "step_limit", "reason", "error", "criteria")
+
+
 @dataclass
 class RunView:
-    """What the page embeds, each as its own JSON block: ``data`` (run facts, metrics, notes and,
-    per task, where its trajectory is), ``results`` (the results.jsonl records as one escaped JSON
-    array) and ``trajectories`` (raw escaped text, indexed from ``data["traj"]``).
+    """What the page embeds: ``data`` (run facts, metrics, notes), ``rows`` (what the table shows
+    of each task, as columns, and where its detail is) and ``blocks`` (the packed detail: each
+    task's record and trajectory, see ``packed``), each its own script block.
 
-    From ``collect(..., lazy=True)`` the trajectories are an iterator that reads each file as it
-    is consumed, and ``data["traj"]`` and ``data["notes"]`` are complete only once it is used up:
-    the page writes every trajectory block before the data block (``viewer_page.page_pieces``);
-    ``results`` may then be pieces of the array's text, too."""
+    From ``collect(..., lazy=True)`` the blocks are an iterator that reads each trajectory as it is
+    consumed, and ``rows["at"]`` and ``data["notes"]`` are complete only once it is used up: the
+    page writes every block before the data and rows blocks (``viewer_page.page_pieces``)."""
 
     data: dict[str, Any]
-    results: str | Iterable[str] = "[]"
-    trajectories: Iterable[str] = field(default_factory=list)
+    rows: dict[str, Any] = field(default_factory=dict)
+    blocks: Iterable[str] = field(default_factory=list)
 
 
 def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[dict[str, Any]] | None = None,
@@ -67,64 +77,109 @@ def collect(run: Path, *, summary: dict[str, Any] | None = None, records: list[d
     at session end: its summary and the records it appended to results.jsonl, in file order);
     given, they are not read back from the folder. ``record_texts``: with ``records``, the
     results.jsonl line written for each (``RunFolder.append_result``), None where this process
-    wrote none (records a resumed run kept); a line is embedded as written, a record without one
+    wrote none (records a resumed run kept); a line is packed as written, a record without one
     is encoded. ``lazy``: see ``RunView``."""
     notes: list[str] = []
     inside = _Inside(run)
     if summary is None:
         summary = _read_summary(inside, notes)
-    results: str | None = None
     if records is None:
-        records, results = _read_records(inside, notes)
+        records, record_texts = _read_records(inside, notes)
     if not records and isinstance(summary.get("tasks"), list):
         records = [r for r in summary["tasks"] if isinstance(r, dict) and r.get("task_id") is not None
                    and record_problem(r) is None]
-        results = None
-    where: list[list[Any]] = []
+        record_texts = None
+    if record_texts is not None and len(record_texts) != len(records):
+        record_texts = None  # not the records' lines: encode them all
     data = {
         "run": _run_facts(run, summary, records),
         "metrics": _metrics_view(summary if _has_metrics(summary) else _compute(records), _tally(records)),
         "by_domain": _domain_rows(summary, records),
-        "traj": where,
         "notes": notes,
         "statistics": viewer_statistics(summary, records),
         "comparison": _comparison(inside, notes),
     }
-    texts = _embedded(records, _TrajectoryReader(inside), where, notes)
-    if results is not None:
-        return RunView(data, results, texts if lazy else list(texts))
-    if record_texts is not None and len(record_texts) != len(records):
-        record_texts = None  # not the records' lines: encode them all
-    if lazy:  # one record at a time: the array's text is as big as results.jsonl
-        return RunView(data, _json_array(records, record_texts), texts)
-    return RunView(data, "".join(_json_array(records, record_texts)) if record_texts is not None
-                   else embed_json(records), list(texts))
+    at: list[int] = []
+    rows = {"count": len(records), "fields": list(ROW_FIELDS), "columns": _columns(records), "at": at}
+    blocks = _blocks(records, record_texts, _TrajectoryReader(inside), at, notes)
+    return RunView(data, rows, blocks if lazy else list(blocks))
 
 
-def _json_array(values: list[Any], texts: Sequence[str | None] | None = None) -> Iterator[str]:
-    """``embed_json(values)`` in pieces, one element each, keys sorted: the text results.jsonl
-    holds for the records (``RunFolder.append_result``), so the page is the one read from it.
-    A value's line in ``texts`` is that text already, escaped here, unless it holds a NaN or an
-    Infinity (which ``JSON.parse`` rejects; ``embed_json`` writes null), or the word in a string."""
-    yield "["
-    for index, value in enumerate(values):
-        text = texts[index] if texts is not None else None
-        piece = (escape_json_text(text) if text is not None and _parses_in_js(text)
-                 else embed_json(value, sort_keys=True))
-        yield ("," if index else "") + piece
-    yield "]"
+def _columns(records: list[dict[str, Any]]) -> list[list[Any] | None]:
+    """``ROW_FIELDS`` of every record, a column each; null where a record lacks the field, and a
+    column of nulls only (a run without trials, errors or node ids) is one null.
+
+    The page reads a null as a missing field, which is the same to it for every field but
+    ``outcome``, whose presence counts (a record without one is scored unless its error or status
+    says otherwise), so an ``outcome`` of null is written as false, which the page reads as it
+    reads a null one: not scored. Of ``criteria`` the Reason column reads only the failed ones
+    (``_failed_criteria``)."""
+    columns: list[list[Any] | None] = []
+    # Record by record, then turned: one pass over the records (twice as fast as one per field).
+    rows = [[*map(record.get, ROW_FIELDS)] for record in records]
+    turned: Iterable[tuple[Any, ...]] = zip(*rows, strict=True) if rows else [()] * len(ROW_FIELDS)
+    for name, column in zip(ROW_FIELDS, turned, strict=True):
+        values = list(column)
+        if name == "outcome":
+            values = [False if value is None and "outcome" in record else value
+                      for value, record in zip(values, records, strict=True)]
+        elif name == "criteria":
+            values = [_failed_criteria(value) for value in values]
+        columns.append(values if any(value is not None for value in values) else None)
+    return columns
 
 
-def _embedded(records: list[dict[str, Any]], reader: _TrajectoryReader, where: list[list[Any]],
-              notes: list[str]) -> Iterator[str]:
-    """Each trajectory's escaped text, read as it is asked for; fills ``where`` (one entry per
-    record: its text's index, or None and why, and the path) and, at the end, the notes."""
-    for record in records:
+def _failed_criteria(criteria: Any) -> list[Any] | None:
+    """What the Reason column reads of a record's criteria: the first failed one (its expected and
+    actual values only when it says nothing itself: the column shows its detail or them), and a
+    stand-in for each other failed one (the column counts them)."""
+    if not isinstance(criteria, list):
+        return None
+    failed = [c for c in criteria if isinstance(c, dict) and c.get("passed") is False]
+    if not failed:
+        return []
+    first = failed[0]
+    if isinstance(first.get("detail"), str) and first["detail"]:
+        first = {k: v for k, v in first.items() if k not in ("expected", "actual")}
+    return [first] + [{"passed": False}] * (len(failed) - 1)
+
+
+def _record_text(record: dict[str, Any], text: str | None) -> str:
+    """The record's JSON for its packed detail: its results.jsonl line as written (escaped), unless
+    it holds a NaN or an Infinity (which ``JSON.parse`` rejects; ``embed_json`` writes null), or
+    the word in a string, or there is no line: then the record encoded, keys sorted, as the line
+    would be. Escaped either way, so the text is one whether the line was at hand or not."""
+    if text is not None and _parses_in_js(text):
+        return escape_json_text(text)
+    return embed_json(record, sort_keys=True)
+
+
+_quote = json.encoder.encode_basestring_ascii
+
+
+def _blocks(records: list[dict[str, Any]], texts: Sequence[str | None] | None, reader: _TrajectoryReader,
+            at: list[int], notes: list[str]) -> Iterator[str]:
+    """The packed detail's blocks, each trajectory read as the blocks are asked for. A task's
+    piece is the JSON ``[record, [where, why, path]]``: ``where`` its trajectory's piece (or null,
+    and ``why``: "missing" or "too big"), ``path`` the trajectory's path in the run folder. A
+    trajectory is packed just before the first task that names it, so both are in one block.
+    Fills ``at`` (each task's piece: block, start, end) and, at the end, the notes."""
+    packer = Packer()
+    for index, record in enumerate(records):
         rel = _trajectory_rel(record)
-        index, why, text = reader.load(rel)
-        where.append([index, why, rel])
-        if text is not None:
-            yield text
+        seen = reader.seen.get(rel)
+        if seen is None:
+            why, raw = reader.read(rel)
+            seen = reader.seen[rel] = (packer.add(raw) if raw is not None else None, why)
+        where, why = seen
+        place = "null" if where is None else f"[{where[0]},{where[1]},{where[2]}]"
+        text = _record_text(record, texts[index] if texts is not None else None)
+        piece = f"[{text},[{place},{'null' if why is None else _quote(why)},{_quote(rel)}]]"
+        at.extend(packer.add(piece.encode("utf-8", "replace")))
+        if packer.full:
+            yield packer.seal()
+    if not packer.empty:
+        yield packer.seal()
     notes.extend(reader.notes())
     notes.extend(reader.inside.notes())
 
@@ -228,12 +283,11 @@ def _comparison(inside: _Inside, notes: list[str]) -> dict[str, Any] | None:
             "page": page if _safe_rel(page) == page and "/" not in page and inside.is_file(page) else None}
 
 
-def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any]], str | None]:
+def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any]], list[str] | None]:
     """Read results.jsonl leniently: a bad line is skipped and reported, never fatal.
 
-    Returns the records and, for the page, their lines as one escaped JSON array: the file's own
-    bytes, not re-encoded, which saves most of the cost of embedding them. None when that text
-    holds a NaN or Infinity (Python writes them, ``JSON.parse`` rejects them).
+    Returns the records and their lines, which the page packs as they are (``_record_text``):
+    the file's own text, not encoded again, which saves most of the cost of embedding them.
     """
     try:
         raw_file = inside.read("results.jsonl", RECORD_LIMIT)
@@ -261,25 +315,20 @@ def _read_records(inside: _Inside, notes: list[str]) -> tuple[list[dict[str, Any
         problem = "not JSON" if record is None or too_deep(line) else record_problem(record)
         if problem is None and record.get("task_id") is not None:
             records.append(record)
-            kept.append(line)
+            kept.append(line.decode("utf-8", "replace"))
         else:
             bad.append(number)
             first_problem = first_problem or f"record {number}: {problem or 'no task_id'}"
     if bad:
         shown = ", ".join(str(n) for n in bad[:10]) + (" ..." if len(bad) > 10 else "")
         notes.append(f"results.jsonl: skipped {len(bad)} malformed record(s) (record {shown}); {first_problem}")
-    raw = b"[" + b",".join(kept) + b"]"
-    if not _parses_in_js(raw):
-        return records, None
-    return records, escape_json_text(raw.decode("utf-8", "replace"))
+    return records, kept
 
 
-def _parses_in_js(text: str | bytes) -> bool:
+def _parses_in_js(text: str) -> bool:
     """Whether JSON text Python wrote is sure to pass ``JSON.parse``: Python writes NaN and
     Infinity as bare tokens, which it rejects. The word inside a string also says no (the caller
     then encodes the value itself, which is right either way)."""
-    if isinstance(text, bytes):
-        return b"NaN" not in text and b"Infinity" not in text
     return "NaN" not in text and "Infinity" not in text
 
 
@@ -299,40 +348,31 @@ def _trajectory_rel(record: Mapping[str, Any]) -> str:
 
 
 class _TrajectoryReader:
-    """Reads trajectory files as text (never parsed here) and remembers what it could not embed."""
+    """Reads trajectory files as bytes (never parsed here) and remembers what it could not embed."""
 
     def __init__(self, inside: _Inside) -> None:
         self.inside = inside
-        self.count = 0
         self.total = 0
-        self.seen: dict[str, tuple[int | None, str | None]] = {}
+        #: Each path read: where its piece is (or None), and why not ("missing" or "too big").
+        self.seen: dict[str, tuple[list[int] | None, str | None]] = {}
         self.missing: list[str] = []
         self.too_big: list[str] = []
 
-    def load(self, rel: str) -> tuple[int | None, str | None, str | None]:
-        """The index of the embedded text, or None and why ("missing" or "too big"), and the
-        escaped text when this is the first time ``rel`` is embedded (else None)."""
-        if rel in self.seen:
-            return (*self.seen[rel], None)
-        index, why, text = self._read(rel)
-        self.seen[rel] = (index, why)
-        return index, why, text
-
-    def _read(self, rel: str) -> tuple[int | None, str | None, str | None]:
+    def read(self, rel: str) -> tuple[str | None, bytes | None]:
+        """The file's bytes, or None and why ("missing" or "too big")."""
         limit = min(TRAJECTORY_LIMIT, TOTAL_LIMIT - self.total)
         try:
             raw = self.inside.read(rel, limit)
         except SymlinkRefused:
-            return None, "missing", None
+            return "missing", None
         except OSError:
             self.missing.append(rel)
-            return None, "missing", None
+            return "missing", None
         if raw is None:
             self.too_big.append(rel)
-            return None, "too big", None
+            return "too big", None
         self.total += len(raw)
-        self.count += 1
-        return self.count - 1, None, escape_json_text(raw.decode("utf-8", "replace"))
+        return None, raw
 
     def notes(self) -> list[str]:
         out = []

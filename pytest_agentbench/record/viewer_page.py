@@ -18,10 +18,15 @@ from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 from importlib import resources
 
+from pytest_agentbench.record.packed import pack
 from pytest_agentbench.record.script_json import embed_json
 from pytest_agentbench.record.viewer_data import RunView
 
-_PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA|RESULTS|TRAJECTORIES)__")
+_PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA|ROWS|BLOCKS)__")
+
+
+#: The type of a packed block's script element: not a script type, so the browser never runs it.
+PACKED_TYPE = "application/octet-stream"
 
 
 @cache
@@ -51,23 +56,23 @@ def render_html(view: RunView) -> str:
 def page_pieces(view: RunView) -> Iterator[str]:
     """The page in order, piece by piece, for writing as it is made: the template's text between
     its placeholders and each placeholder's value, no value ever re-scanned for placeholders.
-    The trajectory blocks come before the data block, so a lazy ``view`` (see ``RunView``) has
-    read them all, and completed ``data``, by the time the data is embedded."""
+    The packed blocks come before the data and rows blocks, so a lazy ``view`` (see ``RunView``)
+    has read every trajectory, and completed ``data`` and ``rows``, by the time they are embedded.
+    A packed block is inert: its type is no script's, and its text is base64 (``packed``)."""
     values: dict[str, Callable[[], str]] = {
         "CSP": _csp,
         "TITLE": lambda: html.escape(f"{view.data['run']['name']} \u00b7 agentbench", quote=True),
         "CSS": lambda: asset("viewer.css"),
         "JS": lambda: asset("viewer.js"),
         "DATA": lambda: embed_json(view.data),
+        "ROWS": lambda: pack(embed_json(view.rows).encode("ascii")),
     }
     for index, piece in enumerate(_PLACEHOLDER.split(asset("viewer.html"))):
         if index % 2 == 0:  # the template's own text
             yield piece
-        elif piece == "RESULTS":
-            yield from (view.results,) if isinstance(view.results, str) else view.results
-        elif piece == "TRAJECTORIES":
-            for number, text in enumerate(view.trajectories):
-                yield f'<script type="application/json" id="traj-{number}">{text}</script>\n'
+        elif piece == "BLOCKS":
+            for number, text in enumerate(view.blocks):
+                yield f'<script type="{PACKED_TYPE}" id="z-{number}">{text}</script>\n'
         else:
             yield values[piece]()
 

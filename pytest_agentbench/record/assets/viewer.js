@@ -45,7 +45,7 @@
   }
   function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
 
-  /* ---- rows: results.jsonl records, normalised once -------------------------------------- */
+  /* ---- rows: what the table needs of each results.jsonl record, normalised once ------------ */
   function isOutcome(r) {
     if (r.hasOwnProperty("outcome")) return !!r.outcome;
     if (NOT_SCORED[r.error_type]) return false;
@@ -57,15 +57,18 @@
     if (r.success === true) return "passed";
     return isOutcome(r) ? "failed" : "skipped";
   }
-  function normalize(r, key) {
-    var shots = list(r.screenshots).map(safeRel).filter(Boolean), where = list(DATA.traj[key]);
+  /* A row of the table (from the rows block), or a task's whole record when it opens; ``where``
+     is the record's trajectory as its packed detail says: its piece, or null and why, and its path. */
+  function normalize(r, key, where) {
+    var shots = list(r.screenshots).map(safeRel).filter(Boolean);
+    where = list(where);
     return {
       key: key, base: str(r.task_id), task_id: str(r.task_id) + (MULTI_TRIAL && num(r.trial) ? "::trial-" + num(r.trial) : ""), benchmark: str(r.benchmark), domain: str(r.domain) || "default",
       nodeid: str(r.nodeid), status: statusOf(r), outcome: isOutcome(r), score: num(r.score),
       num_steps: num(r.num_steps) || 0, step_limit: num(r.step_limit) || 0, reason: str(r.reason),
       error: str(r.error), error_type: str(r.error_type), seconds: num(r.total_time_seconds), cost: num(r.cost_usd),
       criteria: Array.isArray(r.criteria) ? r.criteria : null, screenshots: shots,
-      traj: typeof where[0] === "number" ? where[0] : null, trajProblem: str(where[1]), trajectory: safeRel(where[2])
+      traj: Array.isArray(where[0]) ? where[0] : null, trajProblem: str(where[1]), trajectory: safeRel(where[2])
     };
   }
   /* What the Reason column says: the error, else the first criterion the checker failed (its name
@@ -87,25 +90,84 @@
     return full && full !== shown ? shown + "\n\nchecker: " + full : shown;
   }
   var MULTI_TRIAL = !!(DATA.statistics && DATA.statistics.trials !== "1" && DATA.statistics.trials !== "0");
-  var TASKS = list(JSON.parse($("run-results").textContent)).map(function (r, i) {
-    var t = normalize(obj(r), i);
-    t.why = reasonOf(t);
-    return t;
-  });
+  /* The rows block (packed, unpacked at load) holds a column per field, null where a record lacks
+     it (a column of nulls only is one null), and where each task's packed detail is: three
+     numbers a task. */
+  var TASKS = [];
+  function tasksOf(rows) {
+    rows = obj(rows);
+    var fields = list(rows.fields), columns = list(rows.columns).map(function (c) { return Array.isArray(c) ? c : []; });
+    var at = list(rows.at), out = [], count = num(rows.count) || 0;
+    for (var i = 0; i < count; i++) {
+      var r = {};
+      for (var f = 0; f < fields.length; f++) {
+        var v = f < columns.length ? columns[f][i] : null;
+        if (v !== null && v !== undefined) r[fields[f]] = v;
+      }
+      var t = normalize(r, i, []);
+      t.at = at.slice(3 * i, 3 * i + 3);
+      t.why = reasonOf(t);
+      out.push(t);
+    }
+    return out;
+  }
   function scoreText(t) { return t.outcome && t.score !== null ? t.score.toFixed(3) : "n/a"; }
   function badge(status) { return el("span", "badge s-" + (RANK.hasOwnProperty(status) ? status : "skipped"), status); }
   function anchor(t) { return t.benchmark + "/" + t.task_id; }
 
-  /* ---- trajectories: embedded verbatim, parsed on first open ------------------------------ */
+  /* ---- detail: each task's record and trajectory, packed, unpacked on first open ------------ */
+  /* The blocks are base64 of raw deflate; a piece is [block, start, end] in a block's bytes. Data
+     is only ever parsed as JSON and shown as text. The last few unpacked blocks are kept. */
+  var blocks = {}, recent = [], utf8 = new TextDecoder();
+  function unpack(id) {
+    return Promise.resolve().then(function () {
+      var node = $(id);
+      if (!node) throw new Error("its block is not in the page");
+      if (typeof DecompressionStream !== "function") throw new Error("this browser cannot unpack it: it needs DecompressionStream");
+      var text = atob(node.textContent), bytes = new Uint8Array(text.length);
+      for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+      return new Response(stream).arrayBuffer();
+    }).then(function (buffer) { return new Uint8Array(buffer); });
+  }
+  function piece(where) {
+    var n = where[0];
+    if (!blocks.hasOwnProperty(n)) {
+      blocks[n] = unpack("z-" + n);
+      recent.push(n);
+      if (recent.length > 8) delete blocks[recent.shift()];
+    }
+    return blocks[n].then(function (bytes) {
+      if (!(where[1] >= 0 && where[2] >= where[1] && where[2] <= bytes.length)) throw new Error("its piece is not in its block");
+      return utf8.decode(bytes.subarray(where[1], where[2]));
+    });
+  }
   var parsed = {};
   function trajectoryOf(t) {
-    if (t.traj === null) return { data: null, problem: t.trajProblem === "too big" ? "too big to embed; open trajectory.json" : "trajectory.json not found" };
-    if (!parsed.hasOwnProperty(t.traj)) {
-      var node = $("traj-" + t.traj);
-      try { parsed[t.traj] = { data: obj(JSON.parse(node.textContent)), problem: "" }; }
-      catch (e) { parsed[t.traj] = { data: null, problem: "trajectory.json is not valid JSON" }; }
+    if (t.traj === null) return Promise.resolve({ data: null, problem: t.trajProblem === "too big" ? "too big to embed; open trajectory.json" : "trajectory.json not found" });
+    var key = t.traj.join(",");
+    if (!parsed.hasOwnProperty(key)) {
+      parsed[key] = piece(t.traj).then(function (text) {
+        try { return { data: obj(JSON.parse(text)), problem: "" }; }
+        catch (e) { return { data: null, problem: "trajectory.json is not valid JSON" }; }
+      });
     }
-    return parsed[t.traj];
+    return parsed[key];
+  }
+  /* A task's detail: its whole record (normalised as its row is) and its trajectory. Once read, it
+     is kept (in ``ready``), and drawn again without waiting. */
+  var loading = {}, ready = {};
+  function detailOf(t) {
+    if (!loading.hasOwnProperty(t.key)) {
+      loading[t.key] = piece(list(t.at)).then(function (text) {
+        var parts = list(JSON.parse(text));
+        var full = normalize(obj(parts[0]), t.key, parts[1]);
+        return trajectoryOf(full).then(function (traj) { return { t: full, traj: traj }; });
+      }).catch(function (e) {
+        return { t: t, traj: { data: null, problem: "this task's detail could not be read (" + (e && e.message || e) + ")" } };
+      }).then(function (detail) { ready[t.key] = detail; return detail; });
+    }
+    return loading[t.key];
   }
   function stepsOf(traj) {
     return list(traj.steps).filter(function (s) { return s && typeof s === "object"; }).map(function (s, i) {
@@ -456,8 +518,8 @@
     return add(li, add(el("div"), head,
       s.reasoning ? el("p", "reasoning", s.reasoning) : el("p", "reasoning none", "no reasoning recorded")));
   }
-  function renderDetail(t) {
-    var traj = trajectoryOf(t), data = traj.data || {}, shots = [];
+  function renderDetail(t, traj) {
+    var data = traj.data || {}, shots = [];
     var steps = stepsOf(data), task = obj(data.task), verdict = obj(data.verdict);
     var final = safeRel(data.final_screenshot) || t.screenshots.filter(function (p) { return /(^|\/)final\.png$/.test(p); })[0] || null;
     var claimed = {};
@@ -488,12 +550,19 @@
     if (final) add(body, add(section("Final screen"), add(el("div", "final"), image(final, "final screen", shots))));
     return body;
   }
+  /* The detail row goes in at once; its content when the task's detail is unpacked (at once when
+     it was before). */
   function detailRow(t) {
     var td = el("td");
     td.colSpan = 7;
-    add(td, renderDetail(t));
     var tr = add(el("tr", "detail"), td);
     tr.dataset.key = t.key;
+    function fill(detail) { td.textContent = ""; add(td, renderDetail(detail.t, detail.traj)); }
+    if (ready.hasOwnProperty(t.key)) fill(ready[t.key]);
+    else {
+      add(td, el("div", "loading muted", "Reading the task…"));
+      detailOf(t).then(fill);
+    }
     return tr;
   }
 
@@ -550,20 +619,29 @@
     var tr = drawnRow(hits[0]);
     if (tr) tr.scrollIntoView({ block: "start" });
   }
+  function start(rows) {
+    TASKS = tasksOf(rows);
+    renderChips();
+    fillSelect("f-status", "status", "statuses");
+    fillSelect("f-benchmark", "benchmark", "benchmarks");
+    fillSelect("f-domain", "domain", "domains");
+    $("f-search").addEventListener("input", function (e) { state.q = e.target.value.trim().toLowerCase(); update(); });
+    bindSorting();
+    bindPager();
+    update();
+    openFromHash();
+    window.addEventListener("hashchange", openFromHash);
+  }
   renderHeader();
   renderMetrics();
-  renderChips();
   renderNotes();
   renderComparison();
   renderDomains();
-  fillSelect("f-status", "status", "statuses");
-  fillSelect("f-benchmark", "benchmark", "benchmarks");
-  fillSelect("f-domain", "domain", "domains");
-  $("f-search").addEventListener("input", function (e) { state.q = e.target.value.trim().toLowerCase(); update(); });
-  bindSorting();
   bindLightbox();
-  bindPager();
-  update();
-  openFromHash();
-  window.addEventListener("hashchange", openFromHash);
+  /* The table's rows are packed too: the run's facts above are drawn while they unpack. */
+  unpack("run-rows").then(function (bytes) { return JSON.parse(utf8.decode(bytes)); }).then(start, function (e) {
+    add($("notes"), el("p", "warn", "The task table could not be read: " + (e && e.message || e)));
+    $("notes").hidden = false;
+    start({});
+  });
 })();
