@@ -95,6 +95,7 @@ def test_api_claude_plays_mockmed_to_a_pass(run, pytester, anthropic_env, model,
     assert len(server.requests) == STEPS + 1
     assert {r["tools"][0]["type"] for r in server.requests} == {tool}
     assert "nurse.demo" in json.dumps(server.requests[0]["messages"][0])  # the sign-in is in the instruction
+    assert claude_images(server.requests[0]) == [(1280, 800)]  # MockMed's screenshot, at its viewport
 
 
 def test_a_wrong_click_fails_by_the_checker(run, pytester, anthropic_env):
@@ -179,6 +180,7 @@ def test_api_vlm_plays_mockmed_to_a_pass(run, pytester, dialect):
     row = assert_passed_with_cost(result, pytester, "api-vlm")
     assert len(fake.requests) == STEPS + 1
     assert row["cost_usd"] == pytest.approx(0.0004 * (STEPS + 1))
+    assert chat_images(fake.requests[0]) == [(1280, 800)]
 
 
 # ------------------------------------------------------------------ planner-grounder
