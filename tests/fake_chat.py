@@ -28,8 +28,9 @@ Script = Callable[[dict[str, Any], dict[str, str]], Reply]
 
 
 def completion(text: str, model: str = "Qwen/Qwen3-VL-8B-Instruct", prompt_tokens: int = 1200,
-               completion_tokens: int = 40) -> dict[str, Any]:
-    """A chat completion body with one choice, validated with the SDK's ``ChatCompletion``."""
+               completion_tokens: int = 40, cost: float | None = None) -> dict[str, Any]:
+    """A chat completion body with one choice, validated with the SDK's ``ChatCompletion``; ``cost``
+    is the charge some gateways (OpenRouter) add to ``usage``."""
     from openai.types.chat import ChatCompletion
 
     body = {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": int(time.time()), "model": model,
@@ -37,6 +38,8 @@ def completion(text: str, model: str = "Qwen/Qwen3-VL-8B-Instruct", prompt_token
                          "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens}}
+    if cost is not None:
+        body["usage"]["cost"] = cost
     ChatCompletion.model_validate(body)
     return body
 

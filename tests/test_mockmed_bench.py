@@ -54,7 +54,7 @@ def test_rename_under_xdist(run_sub):
     ("args", "expected"),
     [
         (["--mockmed-condition", "dark"], "*unknown MockMed condition 'dark'; valid: clean, theme, rename*"),
-        (["--mockmed-arm", "vision"], "*unknown MockMed arm 'vision'; valid: compiled, by-position, by-name*"),
+        (["--mockmed-arm", "vision"], "*unknown MockMed arm 'vision'; valid: compiled, by-position, by-name, agent"),
     ],
 )
 def test_bad_condition_or_arm_is_a_usage_error(run, args, expected):
@@ -111,3 +111,19 @@ def test_the_run_folder_names_the_arms_not_the_agent(run, pytester):
     run("--bench=mockmed", "--mockmed-runs", "1", "--mockmed-condition", "clean")
     (folder,) = (pytester.path / "benchmark_results").iterdir()
     assert folder.name.startswith("mockmed_arms_")
+
+
+def test_the_agent_arm_is_the_runs_agent_and_is_told_how_to_sign_in():
+    from pytest_agentbench.benches.mockmed.arms import PASSWORD, USERNAME
+    from pytest_agentbench.benches.mockmed.bench import MockMedBenchmark
+
+    bench = MockMedBenchmark(conditions=("clean",), arms=("by-name", "agent"), runs=1)
+    scripted, agent = bench.list_tasks()
+    assert (scripted.task_id, agent.task_id) == ("clean-by-name-run1", "clean-agent-run1")
+    assert bench.agent_for(agent) is None and bench.agent_for(scripted) is not None
+    assert USERNAME in agent.instruction and PASSWORD in agent.instruction
+    assert USERNAME not in scripted.instruction  # the arms' task is the published one
+    assert bench.player is None  # the --bench-agent agent plays some items: it names the run
+    assert MockMedBenchmark(arms=("compiled",)).player == "arms"
+    assert [t.raw_config.get("expect_fail") for t in MockMedBenchmark(conditions=("rename",), arms=("agent",),
+                                                                        runs=1).list_tasks()] == [None]

@@ -343,7 +343,9 @@ OPTIONS: tuple[Option, ...] = (
     # -- MockMed -------------------------------------------------------------------------------------------
     Option("--mockmed-condition", "mockmed_condition", "conditions to run: clean, theme, rename (default: all).",
            _MM, kind="list", metavar="LIST", ini_type="string"),
-    Option("--mockmed-arm", "mockmed_arm", "arms to run: compiled, by-position, by-name (default: all).", _MM,
+    Option("--mockmed-arm", "mockmed_arm",
+           "arms to run: compiled, by-position, by-name, and agent (played by --bench-agent) "
+           "(default: the first three).", _MM,
            kind="list", metavar="LIST", ini_type="string"),
     Option("--mockmed-runs", "mockmed_runs", "runs per condition and arm (default: 3).", _MM,
            parse=_whole("--mockmed-runs", 1, 1000), metavar="N"),

@@ -1,4 +1,4 @@
-"""The three arms of the MockMed comparison, each an agent that sees only the Observation.
+"""The arms of the MockMed comparison, each an agent that sees only the Observation.
 
 * ``by-position``: the first button named "Open", then the rest by name (a Playwright script
   written the usual way);
@@ -11,6 +11,10 @@
 
 The scripts stop at the first element they cannot find, as a Playwright script stops at its
 first timeout; nothing they did before that is undone.
+
+A fourth arm, ``agent``, has no agent here: its items are played by the run's ``--bench-agent``
+(a model that sees the screenshot and clicks and types at coordinates), so a model can be put
+against the same app and checker. It is not in the default matrix (``ARMS``): it needs an agent.
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ GOLD_PATIENT = "p1"
 GOLD_PATIENT_NAME = "Jane Sample"
 GOLD_TYPE = "Triage"
 GOLD_NOTE = "Follow-up in 2 weeks; BP recheck."
+#: The default matrix: the arms that play by themselves.
 ARMS = ("compiled", "by-position", "by-name")
+#: The arm the run's ``--bench-agent`` plays.
+AGENT_ARM = "agent"
+#: Every arm ``--mockmed-arm`` accepts.
+ALL_ARMS = (*ARMS, AGENT_ARM)
 
 Node = dict[str, Any]
 

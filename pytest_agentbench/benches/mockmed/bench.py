@@ -2,7 +2,8 @@
 
 Each task is one run of one arm under one condition, ``bench/mockmed::<condition>::<arm>-run<k>``.
 ``reset`` starts a fresh app (its own SQLite file in its own temporary folder, its own server on
-an ephemeral loopback port) and signs nothing in; the arm is the task's agent. The checker reads
+an ephemeral loopback port) and signs nothing in; the arm is the task's agent, except the
+``agent`` arm's, which the run's ``--bench-agent`` plays (its instruction gives the sign-in). The checker reads
 the stored records back from SQLite (the right patient, type and note, exactly one new record)
 and checks that the final screen shows the saved banner. A record for the wrong patient or of the
 wrong type is a *wrong write* and is named in the verdict.
@@ -18,10 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.agents.replay import banner
 from pytest_agentbench.benches.mockmed.arms import (
+    AGENT_ARM,
+    ALL_ARMS,
     ARMS,
     GOLD_NOTE,
     GOLD_PATIENT,
     GOLD_TYPE,
+    PASSWORD,
+    USERNAME,
     CompiledReplay,
     record_workflow,
     script_by_name,
@@ -40,21 +45,23 @@ RUNS = 3
 #: Under ``rename`` a script that finds buttons by their label cannot succeed: the comparison
 #: expects it to stop, so those items are strict xfail (a pass would be news, and fails the run).
 EXPECTED_TO_STOP = {("rename", "by-position"), ("rename", "by-name")}
+INSTRUCTION = f"Record a {GOLD_TYPE} encounter for Jane Sample with the note {GOLD_NOTE!r}."
+#: What the ``agent`` arm is told: a model cannot guess the sign-in the scripts carry.
+AGENT_INSTRUCTION = (f"In the MockMed web app, sign in with username {USERNAME!r} and password {PASSWORD!r}, then "
+                     f"record a {GOLD_TYPE} encounter for Jane Sample with the note {GOLD_NOTE!r} and save it.")
 
 
 class MockMedBenchmark(Benchmark):
     name = "mockmed"
-    #: Every task is played by its arm (compiled replay or a script), never by ``--bench-agent``.
-    player = "arms"
 
     def __init__(self, conditions: tuple[str, ...] = CONDITIONS, arms: tuple[str, ...] = ARMS, runs: int = RUNS,
                  driver: str = "headless", workflow_path: str | Path | None = None) -> None:
         bad = [c for c in conditions if c not in CONDITIONS]
         if bad:
             raise ValueError(f"unknown MockMed condition {', '.join(map(repr, bad))}; valid: {', '.join(CONDITIONS)}")
-        bad = [a for a in arms if a not in ARMS]
+        bad = [a for a in arms if a not in ALL_ARMS]
         if bad:
-            raise ValueError(f"unknown MockMed arm {', '.join(map(repr, bad))}; valid: {', '.join(ARMS)}")
+            raise ValueError(f"unknown MockMed arm {', '.join(map(repr, bad))}; valid: {', '.join(ALL_ARMS)}")
         if driver not in ("headless", "browser"):
             raise ValueError(f"unknown MockMed driver {driver!r}; valid: headless, browser")
         if driver == "browser":
@@ -89,13 +96,20 @@ class MockMedBenchmark(Benchmark):
                                               "renames them: it is expected to stop before writing")
                     tasks.append(Task(
                         task_id=f"{condition}-{arm}-run{run}", domain=condition, benchmark=self.name,
-                        time_limit_steps=30,
-                        instruction=f"Record a {GOLD_TYPE} encounter for Jane Sample with the note {GOLD_NOTE!r}.",
+                        time_limit_steps=30, instruction=AGENT_INSTRUCTION if arm == AGENT_ARM else INSTRUCTION,
                         tags=[arm], raw_config=raw))
         return tasks
 
+    @property
+    def player(self) -> str | None:
+        """The arms play every task (compiled replay or a script), unless the ``agent`` arm is run:
+        then the ``--bench-agent`` agent plays some, and names the run."""
+        return None if AGENT_ARM in self.arms else "arms"
+
     def agent_for(self, task: Task) -> Any:
         arm = task.raw_config["arm"]
+        if arm == AGENT_ARM:
+            return None  # the run's --bench-agent agent
         if arm not in self._agents:
             if arm == "compiled":
                 self._agents[arm] = CompiledReplay.load(self.compiled_workflow())

@@ -9,7 +9,8 @@ from typing import Any
 
 from pytest_agentbench.text import render_table
 
-ARM_LABELS = {"compiled": "Compiled replay", "by-position": "Script, by position", "by-name": "Script, by name"}
+ARM_LABELS = {"compiled": "Compiled replay", "by-position": "Script, by position", "by-name": "Script, by name",
+              "agent": "The run's agent"}
 CONDITION_ORDER = ("clean", "theme", "rename")
 
 
