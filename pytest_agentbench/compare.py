@@ -32,6 +32,11 @@ COMPARISON_NAME = "comparison.json"
 DEFAULT_ALPHA = 0.05
 
 
+def page_name(before_run: str) -> str:
+    """The comparison page's file name in the compared run's folder (``record.compare_view``)."""
+    return f"compare-{before_run}.html"
+
+
 def load_run(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
     """The run's name and records, from a run folder or a results.jsonl. ValueError when unreadable."""
     path = Path(path)

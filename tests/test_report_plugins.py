@@ -177,15 +177,15 @@ def test_no_annotations_outside_github_actions(github, monkeypatch, pytester):
 # -- locations ----------------------------------------------------------------------------------------
 def test_builtin_items_are_located_at_their_node_not_the_installed_source(run, pytester):
     """pytest's location is what JUnit's ``file``/``line``, CI annotations and ``-vv`` show: a
-    built-in benchmark's or audit adapter's item names its node's path with no line, never a file
+    built-in benchmark's or audit adapter's item names its node's path at line 0, never a file
     of this plugin's installed package (which no one reading the report can open)."""
     run("--bench=mock", "--bench-limit", "1", "--junitxml=mock.xml", "-o", "junit_family=xunit1")
     (case,) = ET.parse(pytester.path / "mock.xml").getroot().findall(".//testcase")
-    assert (case.get("file"), case.get("line")) == ("bench/mock", None)
+    assert (case.get("file"), case.get("line")) == ("bench/mock", "0")
     run("--audit-verifier=toy", "--audit-tasks", "queue-songs", "--audit-operators", "extra",
         "--junitxml=audit.xml", "-o", "junit_family=xunit1")
     (case,) = ET.parse(pytester.path / "audit.xml").getroot().findall(".//testcase")
-    assert (case.get("file"), case.get("line")) == ("audit/toy", None)
+    assert (case.get("file"), case.get("line")) == ("audit/toy", "0")
     pytester.makeconftest(BROKEN_CONFTEST)  # an adapter of the user's: located where it is registered
     run("--audit-verifier=broken", "--audit-tasks", "split-bill", "--audit-operators", "extra",
         "--junitxml=own.xml", "-o", "junit_family=xunit1")
@@ -195,7 +195,7 @@ def test_builtin_items_are_located_at_their_node_not_the_installed_source(run, p
     assert (case.get("file"), case.get("line")) == ("conftest.py", str(line))
     run("--bench=extradup", "-k", "record and control", "--junitxml=extradup.xml", "-o", "junit_family=xunit1")
     cells = ET.parse(pytester.path / "extradup.xml").getroot().findall(".//testcase")
-    assert cells and {(c.get("file"), c.get("line")) for c in cells} == {("bench/extradup", None)}
+    assert cells and {(c.get("file"), c.get("line")) for c in cells} == {("bench/extradup", "0")}
     verbose = run("--bench=mock", "--bench-limit", "1", "-vv")
     assert "site-packages" not in verbose.stdout.str() and "pytest_agentbench/benches" not in verbose.stdout.str()
 

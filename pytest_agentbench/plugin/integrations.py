@@ -9,7 +9,7 @@
   line (:func:`source_of` finds an object's file and line once per object), when that source is
   the user's: a built-in's (a benchmark, audit adapter or reward of this package) is a file of the
   installed plugin, which no one reading a report can open or annotate, so such an item names its
-  node's path with no line, as pytest does for an item of no file (:func:`located`).
+  node's path at line 0 (pytest needs a line to locate a skip marker's report) (:func:`located`).
 * **Attachments and status.** With allure-pytest writing results (``--alluredir``),
   :class:`AllureReports` attaches each item's files (the layer's ``reporting.View``) to its test
   result and marks a setup error ``broken``, for every item kind. allure is imported only then.
@@ -54,12 +54,13 @@ def described(function: Callable[..., Any], doc: str) -> Callable[..., Any]:
 PACKAGE_DIR = os.path.join(str(Path(__file__).resolve().parent.parent), "")
 
 
-def located(item: pytest.Item, source: tuple[Path, int] | None) -> tuple[Path, int | None, str]:
+def located(item: pytest.Item, source: tuple[Path, int] | None) -> tuple[Path, int, str]:
     """``reportinfo()`` of an item of this plugin: the user's ``source`` of what it tests, else its
-    node path (``bench/mock``, ``audit/toy``) under the rootdir with no line, which pytest shows as
-    the location's file, the node id's part before ``::``; named by its node id."""
+    node path (``bench/mock``, ``audit/toy``) under the rootdir at line 0, which pytest shows as
+    the location's file, the node id's part before ``::``; named by its node id. Line 0, not None:
+    pytest locates a skip marker's report at the item's line and asserts there is one."""
     if source is None:
-        return item.config.rootpath / item.nodeid.split("::", 1)[0], None, item.nodeid
+        return item.config.rootpath / item.nodeid.split("::", 1)[0], 0, item.nodeid
     return source[0], source[1], item.nodeid
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pytest_agentbench.compare import STATUSES, compare_records, grep_line, load_run
+from pytest_agentbench.compare import STATUSES, compare_records, grep_line, load_run, page_name
 from pytest_agentbench.files import write_atomic
-from pytest_agentbench.record.viewer_page import asset, csp_hash
+from pytest_agentbench.record.viewer_page import VIEWER_NAME, asset, csp_hash
 
 
 def _e(value: Any) -> str:
@@ -99,15 +99,8 @@ that run's viewer. The user guide's Statistics section gives the formulas.</p>
 """
 
 
-def page_name(before_run: str) -> str:
-    """The comparison page's file name in the compared run's folder."""
-    return f"compare-{before_run}.html"
-
-
 def _viewer_link(run_folder: Path, page_folder: Path) -> str | None:
     """The URL of ``run_folder``'s viewer.html relative to ``page_folder``; None when it has none."""
-    from pytest_agentbench.record.viewer import VIEWER_NAME
-
     viewer = run_folder / VIEWER_NAME
     if not viewer.is_file():
         return None
@@ -125,8 +118,6 @@ def write_page(folder: Path, result: dict[str, Any], before_folder: Path, *, vie
     """Write ``result`` as ``compare-<before>.html`` into ``folder`` (the compared run's), with links
     to the viewers of both runs. ``viewer_follows``: ``folder``'s viewer.html is written after the
     page (at the end of a run), so it is linked before it exists."""
-    from pytest_agentbench.record.viewer import VIEWER_NAME
-
     target = folder / page_name(str(result["before_run"]))
     after_viewer = VIEWER_NAME if viewer_follows else _viewer_link(folder, folder)
     viewers = (_viewer_link(before_folder, folder), after_viewer)

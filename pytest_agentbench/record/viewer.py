@@ -18,12 +18,11 @@ from typing import Any
 from pytest_agentbench.record.script_json import embed_json, escape_json_text
 from pytest_agentbench.record.streamed import write_text_pieces
 from pytest_agentbench.record.viewer_data import RunView, collect
-from pytest_agentbench.record.viewer_page import page_pieces, render_html
+from pytest_agentbench.record.viewer_page import VIEWER_NAME, page_pieces, render_html
 
 __all__ = ["RUN_FILES", "VIEWER_NAME", "RunView", "collect", "embed_json", "escape_json_text", "main",
            "render_html", "write_viewer"]
 
-VIEWER_NAME = "viewer.html"
 
 #: Files that make a folder a run folder, for ``main``.
 RUN_FILES = ("results.jsonl", "summary.json", "manifest.json")

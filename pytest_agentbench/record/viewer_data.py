@@ -256,8 +256,7 @@ def _comparison(inside: _Inside, notes: list[str]) -> dict[str, Any] | None:
     """What the page shows of ``comparison.json`` (``--bench-compare``): the terminal's lines, the
     tasks that regressed or improved (each opens its row here), and the comparison page's name
     when that page is in the folder. None without the file; a broken one is a note."""
-    from pytest_agentbench.compare import COMPARISON_NAME, summary_lines
-    from pytest_agentbench.record.compare_view import page_name
+    from pytest_agentbench.compare import COMPARISON_NAME, page_name, summary_lines
     from pytest_agentbench.text import shorten
 
     try:

@@ -24,6 +24,9 @@ from pytest_agentbench.record.viewer_data import RunView
 
 _PLACEHOLDER = re.compile(r"__(CSP|TITLE|CSS|JS|DATA|ROWS|BLOCKS)__")
 
+#: The page's file name in a run folder.
+VIEWER_NAME = "viewer.html"
+
 
 #: The type of a packed block's script element: not a script type, so the browser never runs it.
 PACKED_TYPE = "application/octet-stream"
