@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,18 @@ class Viewer:
         assert [url for url in self.requests if not url.startswith(base)] == []
 
 
+def wait_until(page: Any, expression: str, timeout: float = 30.0) -> None:
+    """Wait until the JavaScript ``expression`` is true in ``page``. Not ``page.wait_for_function``:
+    it evaluates a string predicate with ``eval`` inside the page whenever it has to poll, which the
+    viewer's Content Security Policy (no 'unsafe-eval') refuses; ``page.evaluate`` is not subject to it."""
+    deadline = time.monotonic() + timeout
+    probe = f"(() => {{ try {{ return !!({expression}); }} catch (e) {{ return false; }} }})()"
+    while not page.evaluate(probe):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for: {expression}")
+        page.wait_for_timeout(20)
+
+
 @pytest.fixture
 def open_viewer(browser: Any) -> Iterator[Callable[..., Viewer]]:
     pages = []
@@ -103,8 +116,8 @@ def open_viewer(browser: Any) -> Iterator[Callable[..., Viewer]]:
         page.on("request", lambda request: viewer.requests.append(request.url))
         page.goto((run_dir / "viewer.html").resolve().as_uri() + fragment)
         # The table is drawn once its rows are unpacked, and a linked task's detail once its own are.
-        page.wait_for_function("document.getElementById('count').textContent !== ''"
-                               " && !document.querySelector('tr.detail .loading')")
+        wait_until(page, "document.getElementById('count').textContent !== ''"
+                         " && !document.querySelector('tr.detail .loading')")
         return viewer
 
     yield _open
@@ -209,9 +222,8 @@ def test_opening_a_task_shows_its_steps_and_screenshots(run, pytester, open_view
         "tasks/mock/mock_chrome_001/final.png",
     ]
     assert all(images.nth(i).get_attribute("loading") == "lazy" for i in range(images.count()))
-    viewer.page.wait_for_function(
-        "Array.from(document.querySelectorAll('tr.detail img')).every(i => i.complete && i.naturalWidth > 0)"
-    )
+    wait_until(viewer.page,
+               "Array.from(document.querySelectorAll('tr.detail img')).every(i => i.complete && i.naturalWidth > 0)")
     assert viewer.page.evaluate("document.querySelector('tr.detail img').naturalWidth") == 1920
     # A screenshot opens large, and Escape closes it.
     images.first.click()
@@ -353,7 +365,7 @@ def test_a_timed_out_task_keeps_the_screen_the_agent_was_looking_at(run, pyteste
     detail = viewer.expand("mock_chrome_001")
     final = detail.locator(".final img")
     assert final.get_attribute("src") == "tasks/mock/mock_chrome_001/final.png"
-    viewer.page.wait_for_function("document.querySelector('tr.detail .final img').naturalWidth > 0")
+    wait_until(viewer.page, "document.querySelector('tr.detail .final img').naturalWidth > 0")
     viewer.assert_clean()
 
 
@@ -603,7 +615,7 @@ def test_a_run_with_no_results_still_gets_a_viewer(tmp_path, open_viewer):
     (folder / "results.jsonl").write_text("", encoding="utf-8")
     write_viewer(folder)
     viewer.page.reload()
-    viewer.page.wait_for_function("document.getElementById('count').textContent !== ''")
+    wait_until(viewer.page, "document.getElementById('count').textContent !== ''")
     assert viewer.page.locator("#count").inner_text() == "0 tasks"
     viewer.assert_clean()
 
