@@ -28,6 +28,10 @@ rss        peak RSS of 2,000 mock tasks against 2,000 bare items          <= 1.3
 collect    ``--collect-only`` of 2,000 mock tasks against 2,000 bare      <= 1.2x
 waa        ``--collect-only`` of the 154 WAA tasks in tests/data/waa      <= 1.2x
            against 154 bare items
+compare    peak RSS of 100 mock tasks ``--bench-compare`` a finished      <= 1.15x
+           20,000-task run, against the same 100 tasks alone
+resume     peak RSS of ``--bench-resume`` of a finished 20,000-task       <= 1.3x
+           run (nothing left to play), against 20,000 bare items
 audit      the scaled audit adapter of benchmarks/audit.py, 200 tasks     <= 1.2x
            (1,200 items), against 1,200 bare items with the same
            failed/passed/skipped counts
