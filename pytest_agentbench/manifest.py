@@ -54,9 +54,7 @@ class Manifest:
             data = load_file(path)
         except (OSError, ValueError) as exc:
             raise ValueError(f"cannot read the manifest {path}: {getattr(exc, 'strerror', None) or exc}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path} is not a pytest-agentbench manifest")
-        if data.get("schema") != SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ValueError(f"{path} is not a pytest-agentbench manifest")
         shared = SharedTaskValues()
         for suite in data["suites"]:

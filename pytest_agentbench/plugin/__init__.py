@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from pytest_agentbench.plugin import hookspecs, options
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from pytest_agentbench.agent import Agent
     from pytest_agentbench.benchmark import Benchmark
@@ -360,35 +360,20 @@ def pytest_agentbench_register_agents(registry: AgentRegistry) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--bench-agent-script: {exc}") from None
 
-    @builtin
-    def api_claude(settings: Settings | None) -> Agent:
-        from pytest_agentbench.agents.claude import make_agent
+    def made_by(module: str) -> Callable[[pytest.Config | None], Agent]:
+        """The factory of an agent whose module has ``make_agent(settings)``, imported on first use."""
+        def make(settings: Settings | None) -> Agent:
+            import importlib
 
-        return make_agent(settings)
+            return cast("Agent", importlib.import_module(module).make_agent(settings))
 
-    @builtin
-    def api_openai(settings: Settings | None) -> Agent:
-        from pytest_agentbench.agents.openai_computer import make_agent
+        return builtin(make)
 
-        return make_agent(settings)
-
-    @builtin
-    def api_vlm(settings: Settings | None) -> Agent:
-        from pytest_agentbench.agents.vlm import make_agent
-
-        return make_agent(settings)
-
-    @builtin
-    def http(settings: Settings | None) -> Agent:
-        from pytest_agentbench.agents.http import make_agent
-
-        return make_agent(settings)
-
-    @builtin
-    def replay(settings: Settings | None) -> Agent:
-        from pytest_agentbench.agents.replay import make_agent
-
-        return make_agent(settings)
+    api_claude = made_by("pytest_agentbench.agents.claude")
+    api_openai = made_by("pytest_agentbench.agents.openai_computer")
+    api_vlm = made_by("pytest_agentbench.agents.vlm")
+    http = made_by("pytest_agentbench.agents.http")
+    replay = made_by("pytest_agentbench.agents.replay")
 
     registry.register("mock", mock, description="clicks the button the mock checker looks for, then done")
     registry.register("noop", noop, description="says done at once; fails every task")
