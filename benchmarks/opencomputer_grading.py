@@ -36,9 +36,11 @@ CHECKOUT defaults to ``$AGENTBENCH_OPENCOMPUTER_UPSTREAM``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -129,7 +131,9 @@ def main() -> None:
     checkout, reference = checkout_and_reference(parser, args.checkout)
     tasks = [t for t in args.tasks.split(",") if t]
     n = len(tasks)
-    _, no_plugins, _, env, _ = prepare(False, False, "agentbench-grading-pycache-")
+    _, no_plugins, pycache, env, _ = prepare(False, False, "agentbench-grading-pycache-")
+    if pycache is not None:
+        atexit.register(shutil.rmtree, pycache, True)
     ENV.clear()
     ENV.update(env)
     NO_PLUGINS[:] = no_plugins

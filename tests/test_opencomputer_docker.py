@@ -85,6 +85,8 @@ def plugin_run(checkout: Path, image: str, cwd: Path, task_ids: list[str], *args
            if key not in ("AGENTBENCH_RUN_ID", "PYTEST_XDIST_TESTRUNUID")}
     if run is not None:
         env["AGENTBENCH_RUN_ID"] = run
+    (cwd / "tmp").mkdir(exist_ok=True)
+    env["TMPDIR"] = str(cwd / "tmp")  # the run's own temporary folder: what it leaves there is seen
     return bench_records(argv, cwd, task_ids, 1500, env=env)
 
 
@@ -201,6 +203,7 @@ def test_the_scripted_agent_plays_a_task_in_the_container(setup: tuple[Path, str
         assert first.size == final.size == (1920, 1080)  # OpenComputer's display, from the container
         assert ImageChops.difference(first.convert("RGB"), final.convert("RGB")).getbbox() is not None
     assert not _ours(run), _ours(run)
+    assert list((tmp_path / "tmp").iterdir()) == []  # the item's worker removed its folder
 
 
 def test_n_workers_run_containers_at_once_under_one_run_id(setup: tuple[Path, str], tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ import argparse
 import base64
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -47,13 +48,13 @@ class Worker:
         self.session: Any = None
         # upload_task_env_files reads TASK_GEN_DIR / "tasks" / <id> / "env": point it at the
         # tasks folder pytest was given, whatever its name.
-        self._gen_dir = tempfile.mkdtemp(prefix="agentbench-oc-tasks-")
-        os.symlink(os.path.abspath(tasks_dir), os.path.join(self._gen_dir, "tasks"))
+        self.gen_dir = tempfile.mkdtemp(prefix="agentbench-oc-tasks-")
+        os.symlink(os.path.abspath(tasks_dir), os.path.join(self.gen_dir, "tasks"))
 
     def create(self, request: dict[str, Any]) -> dict[str, Any]:
         import evaluation.runtime.sandbox_session as ss
 
-        ss.TASK_GEN_DIR = Path(self._gen_dir)
+        ss.TASK_GEN_DIR = Path(self.gen_dir)
         task = request["task"]
         options = request.get("options", {})
         started = time.monotonic()
@@ -118,7 +119,10 @@ def main() -> None:
             if op == "close":
                 break
     finally:
-        worker.close({})  # stdin closed (pytest gone): remove the container now, not only at exit
+        try:
+            worker.close({})  # stdin closed (pytest gone): remove the container now, not only at exit
+        finally:
+            shutil.rmtree(worker.gen_dir, ignore_errors=True)  # the link to the tasks folder only
 
 
 if __name__ == "__main__":
