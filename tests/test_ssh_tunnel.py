@@ -17,98 +17,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO
 
 import httpx
 import pytest
+from sshd_server import SSHD, free_port, keygen, missing, start_sshd, stop
 
 from pytest_agentbench.infra.tunnel import SSHTunnel, TunnelError
 from pytest_agentbench.testing.waa_server import FakeWAAServer
-
-SSHD = "/usr/sbin/sshd"
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (required under CI; .ci/run installs it)", pytrace=False)
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _sshd_config(root: Path, port: int) -> Path:
-    config = root / "sshd_config"
-    config.write_text(
-        "\n".join([
-            f"Port {port}",
-            "ListenAddress 127.0.0.1",
-            f"HostKey {root / 'host_ed25519'}",
-            f"AuthorizedKeysFile {root / 'authorized_keys'}",
-            f"PidFile {root / 'sshd.pid'}",
-            "PubkeyAuthentication yes",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password",
-            "AllowTcpForwarding yes",
-            "StrictModes no",
-            "UsePAM no",
-            "UseDNS no",
-            "X11Forwarding no",
-            "PermitTTY no",
-            "LogLevel ERROR",
-        ]) + "\n"
-    )
-    return config
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _start_sshd(root: Path, attempts: int = 5) -> tuple[subprocess.Popen[bytes], int, BinaryIO]:
-    """sshd on a free loopback port, answering with its banner. sshd binds the port itself, so the
-    port can be taken between choosing it and sshd binding it (another test's server, a client's
-    ephemeral port): then sshd exits saying so, and another port is tried."""
-    for _ in range(attempts):
-        port = _free_port()
-        config = _sshd_config(root, port)
-        log = (root / "sshd.log").open("wb")
-        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while True:
-            if proc.poll() is not None:
-                log.close()
-                text = (root / "sshd.log").read_text()
-                if "Address already in use" in text:
-                    break  # the port was taken: the next attempt chooses another
-                pytest.fail(f"sshd exited with {proc.returncode}: {text}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                    if s.recv(4).startswith(b"SSH-"):
-                        return proc, port, log
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                _stop(proc)
-                log.close()
-                pytest.fail(f"sshd did not accept connections on port {port}: {(root / 'sshd.log').read_text()}")
-            time.sleep(0.05)
-    pytest.fail(f"sshd found no free port in {attempts} attempts: {(root / 'sshd.log').read_text()}")
-
-
-def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)],
-                   check=True, capture_output=True)
-    return path.with_suffix(".pub").read_text().strip()
 
 
 class SSHD_:
@@ -132,31 +47,31 @@ def paramiko_installed() -> None:
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        _missing("paramiko is not installed (pip install -e '.[ssh]' in the checkout)")
+        missing("paramiko is not installed (pip install -e '.[ssh]' in the checkout)")
 
 
 @pytest.fixture(scope="module")
 def sshd(paramiko_installed, tmp_path_factory: pytest.TempPathFactory):
     if not os.access(SSHD, os.X_OK):
-        _missing(f"{SSHD} is not installed (Debian package openssh-server)")
+        missing(f"{SSHD} is not installed (Debian package openssh-server)")
     if shutil.which("ssh-keygen") is None:
-        _missing("ssh-keygen is not installed (Debian package openssh-client)")
+        missing("ssh-keygen is not installed (Debian package openssh-client)")
     if os.geteuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation directory
 
     root = tmp_path_factory.mktemp("sshd")
-    host_pub = _keygen(root / "host_ed25519")
-    user_pub = _keygen(root / "user_ed25519")
-    _keygen(root / "other_ed25519")
+    host_pub = keygen(root / "host_ed25519")
+    user_pub = keygen(root / "user_ed25519")
+    keygen(root / "other_ed25519")
     (root / "authorized_keys").write_text(user_pub + "\n")
-    proc, port, log = _start_sshd(root)
+    proc, port, log = start_sshd(root)
     server = SSHD_(root, port, host_pub, root / "user_ed25519", root / "other_ed25519")
     server.known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub}\n")
     server.empty_known_hosts.write_text("")
     try:
         yield server
     finally:
-        _stop(proc)
+        stop(proc)
         log.close()
 
 
@@ -239,20 +154,20 @@ def test_wrong_user_key_is_refused(sshd):
 def test_sshd_taken_port_is_retried(sshd, tmp_path, monkeypatch):
     """The fixture's sshd binds its port itself: when another process took the port first, sshd
     exits saying so and the next attempt uses another port (the race of choosing a free port)."""
-    _keygen(tmp_path / "host_ed25519")
+    keygen(tmp_path / "host_ed25519")
     (tmp_path / "authorized_keys").write_text("")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        ports = iter([taken.getsockname()[1], _free_port()])
+        ports = iter([taken.getsockname()[1], free_port()])
         monkeypatch.setattr(sys.modules[__name__], "_free_port", lambda: next(ports))
-        proc, port, log = _start_sshd(tmp_path)
+        proc, port, log = start_sshd(tmp_path)
         try:
             assert port != taken.getsockname()[1]
             with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
                 assert conn.recv(4) == b"SSH-"
         finally:
-            _stop(proc)
+            stop(proc)
             log.close()
 
 
@@ -370,7 +285,7 @@ def test_the_host_key_put_in_user_data_is_a_key_openssh_reads(tmp_path):
     from pytest_agentbench.infra import cloud_init
 
     if shutil.which("ssh-keygen") is None:
-        _missing("ssh-keygen is not installed (Debian package openssh-client)")
+        missing("ssh-keygen is not installed (Debian package openssh-client)")
     pair = cloud_init.new_ed25519("host")
     path = cloud_init.write_private_key(tmp_path / "host", pair)
     derived = subprocess.run(["ssh-keygen", "-y", "-f", str(path)], check=True, capture_output=True, text=True).stdout
@@ -422,7 +337,7 @@ def test_vm_connection_authenticates_through_the_users_ssh_agent(sshd, waa, tmp_
     from pytest_agentbench.infra.connect import VMConnection
 
     if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
-        _missing("ssh-agent is not installed (Debian package openssh-client)")
+        missing("ssh-agent is not installed (Debian package openssh-client)")
     lease = _lease(sshd, waa, tmp_path)
     socket_path = tmp_path / "agent.sock"
     agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket_path)], stdout=subprocess.DEVNULL)

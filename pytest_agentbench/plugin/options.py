@@ -385,11 +385,14 @@ OPTIONS: tuple[Option, ...] = (
            _W, parse=_finite("--waa-download-max-mb", positive=True, unit="megabytes"),
            metavar="MB"),
     # -- machine pools ---------------------------------------------------------------------------------------
-    Option("--pool", "pool", "lease one WAA host per process (per xdist worker): static = existing --pool-hosts; "
+    Option("--pool", "pool", "lease one host per process (per xdist worker): static = existing WAA servers in "
+           "--pool-hosts; docker = existing Docker hosts in --pool-hosts, for --opencomputer-backend docker; "
            "aws / azure = create one VM per worker for this run and delete them at the end.", _P,
-           choices=("static", "aws", "azure"), bench_only=True),
+           choices=("static", "docker", "aws", "azure"), bench_only=True),
     Option("--pool-hosts", "pool_hosts", "static pool: WAA server URLs, comma-separated or repeated; "
-           "URL|EVALUATE_URL to give a separate evaluate server.", _P, kind="list", metavar="URLS"),
+           "URL|EVALUATE_URL to give a separate evaluate server. docker pool: Docker hosts, "
+           "ssh://[user@]host[:port] (Docker's own ssh transport), tcp:// or unix://.", _P, kind="list",
+           metavar="URLS"),
     Option("--pool-workers", "pool_workers", "cloud pool: VMs to create (default: one per xdist worker, else one).",
            _P, parse=_whole("--pool-workers", 1, MAX_POOL_WORKERS), metavar="N"),
     Option("--pool-region", "pool_region", "cloud pool: region (default: aws us-east-1, azure eastus).", _P,
@@ -401,7 +404,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--pool-ssh-user", "pool_ssh_user", "cloud pool: the VM login (default: aws ubuntu, azure azureuser).",
            _P, metavar="USER"),
     Option("--pool-ssh-key", "pool_ssh_key", "cloud pool: a private key whose FILE.pub is installed on the VMs, or "
-           "a .pub file whose private key is in your SSH agent (default: a fresh key per run).", _P, metavar="FILE"),
+           "a .pub file whose private key is in your SSH agent (default: a fresh key per run). docker pool: the "
+           "key ssh uses for the hosts (default: your SSH setup).", _P, metavar="FILE"),
+    Option("--pool-ssh-known-hosts", "pool_ssh_known_hosts", "docker pool: check the hosts' SSH keys against this "
+           "known_hosts file (default: your SSH setup's).", _P, metavar="FILE"),
     Option("--pool-ssh-cidr", "pool_ssh_cidr", "cloud pool: who may reach port 22 of the VMs, e.g. 203.0.113.7/32 "
            "(default: this machine's public address, asked of an address echo service; required when that fails).",
            _P, parse=checked("cidr", "--pool-ssh-cidr"), metavar="CIDR"),

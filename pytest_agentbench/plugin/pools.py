@@ -39,11 +39,12 @@ if TYPE_CHECKING:
     from pytest_agentbench.benchmark import Benchmark
     from pytest_agentbench.infra.cloud_pool import CloudPool
     from pytest_agentbench.infra.connect import VMConnection
+    from pytest_agentbench.infra.docker_hosts import DockerHost, SSHSettings
     from pytest_agentbench.infra.lease_service import LeaseService
     from pytest_agentbench.infra.pool import StaticPool
 
 CLOUD_KINDS = ("aws", "azure")
-POOL_KINDS = ("static", *CLOUD_KINDS)
+POOL_KINDS = ("static", "docker", *CLOUD_KINDS)
 
 
 def pool_kind(config: pytest.Config) -> str | None:
@@ -161,6 +162,8 @@ class PoolManager:
         #: this process's lease (a worker's from workerinput; the controller's own without xdist)
         self.lease: dict[str, Any] | None = None
         self.connection: VMConnection | None = None
+        #: --pool docker: this process's leased Docker host, made on first use
+        self.docker_host: DockerHost | None = None
         self._endpoints: dict[str, str | None] | None = None
         self._connect_error: str | None = None
         self._provision_error: str | None = None
@@ -188,6 +191,9 @@ class PoolManager:
         """Check options and the cloud account; register the deletion before anything exists."""
         if self.kind == "static":
             self._start_static()
+            return
+        if self.kind == "docker":
+            self._start_docker()
             return
         if self.dry_run or self.config.option.collectonly:
             return  # nothing may start; the dry run's estimate is printed after collection
@@ -252,6 +258,39 @@ class PoolManager:
             raise pytest.UsageError(
                 f"--pool static has {len(hosts)} host(s) for {workers} workers; "
                 f"give one host per worker (-n {len(hosts)})")
+        self.static = StaticPool(hosts)
+        if not self.distributed:
+            self.lease = self.static.lease("main")
+
+    def _start_docker(self) -> None:
+        """``--pool docker``: existing Docker hosts, one per process, each checked now (the daemon
+        answers through its transport and holds the image), so a host that refuses SSH or lacks
+        the image is a usage error before any item runs."""
+        from pytest_agentbench.infra.docker_hosts import DockerHostError, parse_docker_hosts
+        from pytest_agentbench.infra.pool import StaticPool
+
+        if _opt(self.config, "opencomputer_backend") != "docker":
+            raise pytest.UsageError("--pool docker leases Docker hosts to OpenComputer's docker backend: add "
+                                    "--opencomputer-backend docker (WAA servers are leased with --pool static)")
+        entries = self.config.getoption("pool_hosts") or self.config.getini("agentbench_pool_hosts") or []
+        try:
+            hosts = parse_docker_hosts(list(entries))
+            ssh = docker_ssh_settings(self.config)
+        except DockerHostError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if not hosts:
+            raise pytest.UsageError("--pool docker needs --pool-hosts ssh://user@host[,...] (one Docker host per "
+                                    "worker)")
+        workers = getattr(self.config.option, "numprocesses", None)
+        if isinstance(workers, int) and workers > len(hosts) and self.distributed:
+            raise pytest.UsageError(
+                f"--pool docker has {len(hosts)} host(s) for {workers} workers; give one host per worker "
+                f"(-n {len(hosts)})")
+        if not (self.dry_run or self.config.option.collectonly):
+            problems = check_docker_hosts([h["docker_host"] for h in hosts], ssh, _docker_image(self.config))
+            if problems:
+                raise pytest.UsageError(f"--pool docker: {problems[0]}"
+                                        + (f" (and {len(problems) - 1} more host(s))" if len(problems) > 1 else ""))
         self.static = StaticPool(hosts)
         if not self.distributed:
             self.lease = self.static.lease("main")
@@ -379,6 +418,9 @@ class PoolManager:
         URL only when the user chose to score with an evaluate server (``--waa-evaluate-url``): then
         each host's (a static ``URL|EVALUATE_URL`` entry, a cloud VM's ``--pool-evaluate-port``)
         replaces it. By default upstream's own evaluator code scores, and no evaluate URL is used."""
+        if self.kind == "docker":
+            self._apply_docker(bench)
+            return
         if not hasattr(bench, "use_server"):
             return
         self._ensure_own_lease()
@@ -396,6 +438,21 @@ class PoolManager:
                          endpoints.get("cdp_url"))
         if hasattr(bench, "ready_timeout") and self.connection is not None:
             bench.ready_timeout = max(1.0, self.connection.remaining())
+
+    def _apply_docker(self, bench: Benchmark) -> None:
+        """Point an OpenComputer benchmark's containers at this process's leased Docker host."""
+        if not hasattr(bench, "use_docker_host") or self.lease is None:
+            return
+        if self.docker_host is None:
+            from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError
+
+            try:
+                self.docker_host = DockerHost(self.lease["docker_host"], docker_ssh_settings(self.config))
+            except DockerHostError as exc:
+                from pytest_agentbench.benchmark import InfrastructureError
+
+                raise InfrastructureError(str(exc)) from None
+        bench.use_docker_host(self.docker_host)
 
     def _connect(self, lease: dict[str, Any]) -> dict[str, str | None]:
         from pytest_agentbench.benchmark import InfrastructureError
@@ -450,6 +507,13 @@ class PoolManager:
             self.connection.close()
             self.connection = None
 
+    def pytest_unconfigure(self) -> None:
+        """The leased Docker host's SSH setup goes last: the benchmarks remove their last
+        containers through it when the session finishes, after this plugin's own finish."""
+        host, self.docker_host = self.docker_host, None
+        if host is not None:
+            host.close()
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.dry_run:
             if self.print_estimate:
@@ -485,8 +549,8 @@ class PoolManager:
             items = not_done(self.config, state, items)  # --bench-resume RUN: only what is left
         write = terminalreporter.write_line
         write("")
-        if self.kind == "static":
-            write(f"Pool dry run (static): {len(items)} tasks on existing hosts; no VM is created, no VM cost.")
+        if self.kind in ("static", "docker"):
+            write(f"Pool dry run ({self.kind}): {len(items)} tasks on existing hosts; no VM is created, no VM cost.")
             return
         from pytest_agentbench.infra.providers.base import ProviderError
 
@@ -511,6 +575,8 @@ def run_reaper(config: pytest.Config) -> int:
 
     kind = pool_kind(config)
     run = config.getoption("reap_run")
+    if kind == "docker":
+        return _reap_pool_hosts(config, run)
     if kind not in CLOUD_KINDS and _opt(config, "opencomputer_backend") == "docker":
         return _reap_containers(run)
     if kind not in CLOUD_KINDS:
@@ -534,19 +600,84 @@ def run_reaper(config: pytest.Config) -> int:
     return 1 if failures else 0
 
 
-def _reap_containers(run: str | None) -> int:
+def _reap_pool_hosts(config: pytest.Config, run: str | None) -> int:
+    """``pytest --agentbench-reap --pool docker --pool-hosts ...``: the containers on each host."""
+    from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError, parse_docker_hosts
+
+    entries = config.getoption("pool_hosts") or config.getini("agentbench_pool_hosts") or []
+    try:
+        hosts = parse_docker_hosts(list(entries))
+        ssh = docker_ssh_settings(config)
+    except DockerHostError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not hosts:
+        raise pytest.UsageError("--agentbench-reap --pool docker needs --pool-hosts (the Docker hosts to clean up)")
+    status = 0
+    for lease in hosts:
+        host = DockerHost(lease["docker_host"], ssh)
+        try:
+            status |= _reap_containers(run, host.env(), lease["docker_host"])
+        finally:
+            host.close()
+    return status
+
+
+def _reap_containers(run: str | None, env: dict[str, str] | None = None, where: str | None = None) -> int:
     """``pytest --agentbench-reap --opencomputer-backend docker``: remove the OpenComputer containers
-    that runs of this plugin left on the Docker daemon (DOCKER_HOST)."""
+    that runs of this plugin left on the Docker daemon (``env``'s DOCKER_HOST, default this process's)."""
     from pytest_agentbench.benches.opencomputer.container import ContainerError, reap
 
     try:
-        removed, failures = reap(run)
+        removed, failures = reap(run, env)
     except ContainerError as exc:
-        raise pytest.UsageError(f"--agentbench-reap --opencomputer-backend docker: {exc}") from None
+        raise pytest.UsageError(f"--agentbench-reap {where or '--opencomputer-backend docker'}: {exc}") from None
     scope = f"run {run}" if run else "any run"
+    if where:
+        scope += f" on {where}"
     for name in removed:
         print(f"  removed {name}")
     for line in failures:
         print(f"agentbench reap: ERROR: {line}")
     print(f"agentbench reap: docker: removed {len(removed)} container(s) of {scope}, {len(failures)} failed")
     return 1 if failures else 0
+
+
+def docker_ssh_settings(config: pytest.Config) -> SSHSettings:
+    """``--pool-ssh-key`` and ``--pool-ssh-known-hosts`` for a docker pool's ssh:// hosts, checked."""
+    from pytest_agentbench.infra.docker_hosts import SSHSettings
+
+    key, known = _opt(config, "pool_ssh_key"), _opt(config, "pool_ssh_known_hosts")
+    settings = SSHSettings(key=Path(key).expanduser() if key else None,
+                           known_hosts=Path(known).expanduser() if known else None)
+    settings.check()
+    return settings
+
+
+def _docker_image(config: pytest.Config) -> str:
+    from pytest_agentbench.benches.opencomputer.container import DEFAULT_IMAGE
+
+    return str(_opt(config, "opencomputer_image") or DEFAULT_IMAGE)
+
+
+def check_docker_hosts(urls: list[str], ssh: SSHSettings, image: str) -> list[str]:
+    """Each host's daemon answers and holds ``image`` (checked in parallel): the problems, one line each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytest_agentbench.benches.opencomputer.container import ContainerError, check_docker
+    from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError
+
+    def check(url: str) -> str | None:
+        try:
+            host = DockerHost(url, ssh)
+        except DockerHostError as exc:
+            return str(exc)
+        try:
+            check_docker(image, host.env())
+        except ContainerError as exc:
+            return str(exc)
+        finally:
+            host.close()
+        return None
+
+    with ThreadPoolExecutor(max_workers=min(8, len(urls))) as pool:
+        return [problem for problem in pool.map(check, urls) if problem]

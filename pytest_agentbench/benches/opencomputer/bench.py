@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.benches.opencomputer.desktop import Desktop
     from pytest_agentbench.benches.opencomputer.harness import Harness
     from pytest_agentbench.benches.opencomputer.image import ImagePython
+    from pytest_agentbench.infra.docker_hosts import DockerHost
     from pytest_agentbench.infra.sandbox import Isolation, Limits, Sandbox
     from pytest_agentbench.model import Task
     from pytest_agentbench.settings import Settings
@@ -73,7 +74,8 @@ def _isolation(mode: str) -> Isolation:
 
 
 def _docker_options(options: Any, checkout: Path | None, runs: bool) -> DockerOptions | None:
-    """``--opencomputer-backend docker``'s settings, checked now (daemon, image) when items run."""
+    """``--opencomputer-backend docker``'s settings, checked now (daemon, image) when items run on
+    this process's ``DOCKER_HOST`` (a ``--pool docker`` checks each of its hosts instead)."""
     if options.backend != "docker":
         return None
     from pytest_agentbench.benches.opencomputer.container import ContainerError, DockerOptions, check_docker
@@ -83,7 +85,7 @@ def _docker_options(options: Any, checkout: Path | None, runs: bool) -> DockerOp
                           f"--opencomputer-tasks {options.tasks} is not in one (name it with --opencomputer-checkout)")
     docker = DockerOptions(image=options.image, shm_size=options.docker_shm_size, memory=options.docker_memory,
                            cpus=options.docker_cpus, ready_timeout=max(1, round(options.docker_ready_timeout)))
-    if runs:
+    if runs and not options.pooled:
         try:
             check_docker(docker.image)
         except ContainerError as exc:
@@ -174,8 +176,15 @@ class OpenComputerBenchmark(Benchmark):
                              f"--opencomputer-tasks {self.tasks_arg} is not in one (name it with "
                              "--opencomputer-checkout DIR)")
         self.container: ContainerSession | None = None
+        #: the Docker host a ``--pool docker`` leased this process (None: this process's DOCKER_HOST)
+        self.docker_host: DockerHost | None = None
         self._app: str | None = None
         self._image_apps: frozenset[str] | None = None
+
+    def use_docker_host(self, host: DockerHost) -> None:
+        """Run this process's containers on ``host`` (``--pool docker``, see ``plugin/pools.py``)."""
+        self.docker_host = host
+        self._image_apps = None
 
     @classmethod
     def from_config(cls, settings: Settings | None, *, isolation: Callable[[], Isolation] | None = None,
@@ -417,7 +426,7 @@ class OpenComputerBenchmark(Benchmark):
             from pytest_agentbench.benches.opencomputer.container import image_apps
 
             assert self.docker is not None
-            self._image_apps = image_apps(self.docker.image)
+            self._image_apps = image_apps(self.docker.image, self.docker_host.env() if self.docker_host else None)
         if self._image_apps and app not in self._image_apps:
             return (f"app {app!r} is not in the image {self.docker.image if self.docker else ''} (it holds "
                     f"{', '.join(sorted(self._image_apps))})")
@@ -454,7 +463,7 @@ class OpenComputerBenchmark(Benchmark):
                 raise InfrastructureError(f"end state {end_state}: only overlay folders (with an optional .deleted "
                                           "list) are laid in containers yet, not whole-home snapshots")
         self._app = task.domain
-        self.container = ContainerSession(self.checkout, self.tasks_dir, self.docker, run_id())
+        self.container = ContainerSession(self.checkout, self.tasks_dir, self.docker, run_id(), self.docker_host)
         try:
             self.container.create(task.raw_config)
             if end_state is not None:
@@ -625,7 +634,8 @@ class OpenComputerBenchmark(Benchmark):
             facts["backend"] = {"name": "docker", "image": self.docker.image, "shm_size": self.docker.shm_size,
                                 "memory": self.docker.memory, "cpus": self.docker.cpus,
                                 "ready_timeout": self.docker.ready_timeout,
-                                "docker_host": os.environ.get("DOCKER_HOST")}
+                                "docker_host": self.docker_host.docker_host if self.docker_host is not None
+                                else os.environ.get("DOCKER_HOST")}
             facts["harness"] = "opencomputer"
             return facts
         if self._isolation is not None:

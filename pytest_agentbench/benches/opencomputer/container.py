@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.infra.docker_hosts import DockerHost
 from pytest_agentbench.text import shorten
 
 WORKER = Path(__file__).with_name("docker_worker.py")
@@ -71,10 +72,13 @@ class DockerOptions:
                 "ready_timeout": self.ready_timeout}
 
 
-def docker(*args: str, timeout: float = 30.0, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``docker ARGS``; ``ContainerError`` when the CLI is missing or the call hangs."""
+def docker(*args: str, timeout: float = 30.0, input: bytes | None = None,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``docker ARGS`` (in ``env``: a pool's host, see ``infra/docker_hosts.py``); ``ContainerError``
+    when the CLI is missing or the call hangs."""
     try:
-        return subprocess.run(["docker", *args], input=input, capture_output=True, timeout=timeout, check=False)
+        return subprocess.run(["docker", *args], input=input, capture_output=True, timeout=timeout, check=False,
+                              env=env)
     except FileNotFoundError:
         raise ContainerError("the docker command is not installed (Debian: apt-get install docker.io)") from None
     except subprocess.TimeoutExpired:
@@ -83,17 +87,23 @@ def docker(*args: str, timeout: float = 30.0, input: bytes | None = None) -> sub
 
 def _why(done: subprocess.CompletedProcess[bytes]) -> str:
     text = (done.stderr or done.stdout or b"").decode(errors="replace").strip()
-    return shorten(text.splitlines()[-1] if text else f"exit status {done.returncode}", 300, "")
+    line = text.splitlines()[-1] if text else f"exit status {done.returncode}"
+    # Over ssh:// the CLI wraps what ssh said ("... has exited with exit status 255, make sure the
+    # URL is valid ...: stderr=ssh: connect to host h port 22: Connection refused"): keep ssh's words.
+    _, ssh_said, said = line.partition("stderr=")
+    return shorten(said.strip() if ssh_said and said.strip() else line, 300, "")
 
 
-def check_docker(image: str) -> None:
-    """The daemon answers and ``image`` is an OpenComputer desktop image; else ``ContainerError``
-    saying what to do (called at configure time)."""
-    where = os.environ.get("DOCKER_HOST") or "the default socket"
-    done = docker("version", "--format", "{{.Server.Version}}", timeout=20)
+def check_docker(image: str, env: dict[str, str] | None = None) -> None:
+    """The daemon (``env``'s ``DOCKER_HOST``, default this process's) answers and ``image`` is an
+    OpenComputer desktop image; else ``ContainerError`` saying what to do (called at configure time)."""
+    where = (env if env is not None else os.environ).get("DOCKER_HOST") or "the default socket"
+    done = docker("version", "--format", "{{.Server.Version}}", timeout=45, env=env)
     if done.returncode != 0:
-        raise ContainerError(f"no Docker daemon answers at {where} ({_why(done)}): start dockerd or set DOCKER_HOST")
-    done = docker("image", "inspect", "--format", "{{json .Config.Entrypoint}}", image)
+        fix = "check that it runs dockerd and that ssh reaches it" if where.startswith("ssh://") else \
+            "start dockerd or set DOCKER_HOST"
+        raise ContainerError(f"no Docker daemon answers at {where} ({_why(done)}): {fix}")
+    done = docker("image", "inspect", "--format", "{{json .Config.Entrypoint}}", image, env=env)
     if done.returncode != 0:
         raise ContainerError(f"Docker image {image!r} is not there (at {where}): build OpenComputer's image, or this "
                              "project's test image: python -m pytest_agentbench.benches.opencomputer.desktop_image "
@@ -116,9 +126,9 @@ def run_id() -> str:
     return _RUN_ID[0]
 
 
-def image_apps(image: str) -> frozenset[str]:
+def image_apps(image: str, env: dict[str, str] | None = None) -> frozenset[str]:
     """The apps this project's test image says it holds (its label); empty for any other image."""
-    done = docker("image", "inspect", "--format", "{{json .Config.Labels}}", image)
+    done = docker("image", "inspect", "--format", "{{json .Config.Labels}}", image, env=env)
     if done.returncode != 0:
         return frozenset()
     labels = json.loads(done.stdout or b"null") or {}
@@ -126,12 +136,12 @@ def image_apps(image: str) -> frozenset[str]:
     return frozenset(app for app in str(listed).split(",") if app)
 
 
-def reap(run_id: str | None = None) -> tuple[list[str], list[str]]:
-    """Remove the containers that runs of this plugin left (only ``run_id``'s when given); the
-    removed names and the failures, one line each."""
+def reap(run_id: str | None = None, env: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """Remove the containers that runs of this plugin left (only ``run_id``'s when given) on the
+    daemon of ``env`` (default: this process's); the removed names and the failures, one line each."""
     label = f"{RUN_LABEL}={RUN_PREFIX}{run_id}" if run_id else RUN_LABEL
     done = docker("ps", "-a", "--filter", f"label={label}", "--format", "{{.ID}} {{.Names}} {{.Label \"" + RUN_LABEL
-                  + "\"}}")
+                  + "\"}}", env=env)
     if done.returncode != 0:
         raise ContainerError(f"docker ps failed: {_why(done)}")
     removed: list[str] = []
@@ -140,7 +150,7 @@ def reap(run_id: str | None = None) -> tuple[list[str], list[str]]:
         parts = line.split()
         if len(parts) != 3 or not parts[2].startswith(RUN_PREFIX):
             continue
-        gone = docker("rm", "-f", parts[0], timeout=60)
+        gone = docker("rm", "-f", parts[0], timeout=60, env=env)
         (removed if gone.returncode == 0 else failures).append(
             f"{parts[1]} ({parts[2]})" if gone.returncode == 0 else f"{parts[1]}: {_why(gone)}")
     return removed, failures
@@ -181,8 +191,13 @@ class ContainerSession:
     """One item's container: OpenComputer's ``setup_sandbox_session`` in a worker process, then
     screenshots, pyautogui code and grading in the container, then removal."""
 
-    def __init__(self, checkout: Path, tasks_dir: Path, options: DockerOptions, run_id: str) -> None:
+    def __init__(self, checkout: Path, tasks_dir: Path, options: DockerOptions, run_id: str,
+                 host: DockerHost | None = None) -> None:
         self.checkout = checkout
+        #: the Docker host a pool leased this process (None: this process's DOCKER_HOST)
+        self.host = host
+        #: the environment of every docker call
+        self.env = host.env() if host is not None else None
         self.tasks_dir = tasks_dir
         self.options = options
         self.run_id = run_id
@@ -229,10 +244,13 @@ class ContainerSession:
 
     def create(self, task: dict[str, Any]) -> None:
         """The task's start state with its app open, as ``setup_sandbox_session`` makes it."""
+        argv = [sys.executable, "-I", str(WORKER), "--checkout", str(self.checkout), "--tasks", str(self.tasks_dir)]
+        if self.host is not None and self.host.is_ssh:
+            argv += ["--forward-via", json.dumps(self.host.forward_via())]
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", str(WORKER), "--checkout", str(self.checkout), "--tasks", str(self.tasks_dir)],
+            argv,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-            start_new_session=True)  # a Ctrl-C reaches pytest, which closes the session in order
+            start_new_session=True, env=self.env)  # a Ctrl-C reaches pytest, which closes the session in order
         timeout = max(CREATE_TIMEOUT_FLOOR, 4.0 * self.options.ready_timeout)
         answer = self._request({"op": "create", "task": task, "options": self.options.as_request(),
                                 "run_id": f"{RUN_PREFIX}{self.run_id}"}, timeout)
@@ -256,13 +274,13 @@ class ContainerSession:
         payload = _grading_tar(self.checkout, verifiers, task_dir, task["app"])
         done = docker("exec", "-i", "--user", "root", self.container_id, "sh", "-c",
                       f"rm -rf {INSIDE} && mkdir -p {INSIDE} && tar -x -C {INSIDE} && chmod -R a+rX,go-w {INSIDE}",
-                      input=payload, timeout=120)
+                      input=payload, timeout=120, env=self.env)
         if done.returncode != 0:
             raise ContainerError(f"the grading code could not be put in the container: {_why(done)}")
         request = json.dumps({"task": task, "sleep": True, "save": save}).encode()
         timeout = 90.0 + VERIFY_TIMEOUT_PER_CHECK * len(task["verification"])
         done = docker("exec", "-i", self.container_id, "python3", "-I", f"{INSIDE}/harness_worker.py",
-                      "--checkout", f"{INSIDE}/oc", "verify", input=request, timeout=timeout)
+                      "--checkout", f"{INSIDE}/oc", "verify", input=request, timeout=timeout, env=self.env)
         if len(done.stdout) > MAX_ANSWER_BYTES:
             raise ContainerError(f"the grading in the container answered more than {MAX_ANSWER_BYTES} bytes")
         try:
@@ -287,14 +305,15 @@ class ContainerSession:
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             tar.add(folder, ".", filter=own)
         done = docker("exec", "-i", "--user", "user", self.container_id, "tar", "-x", "--no-same-owner", "-C",
-                      "/home/user", input=buffer.getvalue(), timeout=300)
+                      "/home/user", input=buffer.getvalue(), timeout=300, env=self.env)
         if done.returncode != 0:
             raise ContainerError(f"the end state {folder} could not be laid in the container: {_why(done)}")
         removed = []
         for rel in removals:
             path = f"/home/user/{rel}"
             done = docker("exec", "--user", "user", self.container_id, "sh", "-c",
-                          'if [ -e "$1" ] || [ -L "$1" ]; then rm -rf -- "$1" && echo removed; fi', "sh", path)
+                          'if [ -e "$1" ] || [ -L "$1" ]; then rm -rf -- "$1" && echo removed; fi', "sh", path,
+                          env=self.env)
             if done.returncode != 0:
                 raise ContainerError(f"{rel} could not be removed in the container: {_why(done)}")
             if done.stdout.strip() == b"removed":
@@ -319,12 +338,12 @@ class ContainerSession:
         left: list[str] = []
         if proc is not None:  # the worker's container (its labels), should the worker not have removed it
             done = docker("ps", "-aq", "--filter", f"label={RUN_LABEL}={RUN_PREFIX}{self.run_id}", "--filter",
-                          f"label={PID_LABEL}={proc.pid}", timeout=30)
+                          f"label={PID_LABEL}={proc.pid}", timeout=30, env=self.env)
             left = done.stdout.decode().split() if done.returncode == 0 else [self.container_id or ""]
         elif self.container_id is not None:
             left = [self.container_id]
         for cid in filter(None, left):
-            docker("rm", "-f", cid, timeout=60)
+            docker("rm", "-f", cid, timeout=60, env=self.env)
         self.container_id = None
 
 

@@ -6,7 +6,7 @@ item holds one container for the whole episode, and its exit (normal, or the pip
 pytest dies) removes it as OpenComputer's own runs do. The script uses the standard library and the
 user's OpenComputer checkout (``--checkout``, put first on ``sys.path``), never ``pytest_agentbench``.
 
-    python3 -I docker_worker.py --checkout DIR --tasks DIR
+    python3 -I docker_worker.py --checkout DIR --tasks DIR [--forward-via JSON]
 
 reads one JSON request per line on stdin and answers one JSON line on stdout (everything the
 harness prints goes to stderr):
@@ -22,6 +22,12 @@ harness prints goes to stderr):
 * ``{"op": "close"}``: ``sandbox.kill()``; the worker then exits.
 
 A failure answers ``{"error": "one line", "kind": "ExceptionName"}``.
+
+``--forward-via`` (JSON ``{"ssh": [ssh, options...], "to": [destination...]}``, given when
+``DOCKER_HOST`` is ``ssh://``): a remote daemon publishes the container's noVNC port on the remote's 127.0.0.1, while
+OpenComputer's ready check (and its stream URL) connect to that port on 127.0.0.1 here. So as soon
+as the backend has started the container, its published port is forwarded to the same port here
+(``ssh -N -L``), unless something here serves that port already (the host is this machine).
 """
 
 from __future__ import annotations
@@ -31,10 +37,14 @@ import base64
 import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +53,73 @@ def _one_line(text: object, limit: int = 400) -> str:
     return " ".join(str(text).split())[:limit]
 
 
+def _docker_out(*args: str) -> str:
+    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60, check=False)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def _port_free_here(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def published_port(session_id: str) -> int | None:
+    """The 127.0.0.1 port the container of OpenComputer's backend session ``session_id`` publishes
+    its noVNC port on (on the Docker host), once it does."""
+    ids = _docker_out("ps", "-q", "--filter", f"label=gui-synth-env.session={session_id}").split()
+    mapping = _docker_out("port", ids[0], "6080/tcp").split() if ids else []
+    return int(mapping[0].rsplit(":", 1)[-1]) if mapping else None
+
+
+class PortForward:
+    """Forwards the noVNC port of this process's container from a remote Docker host (see the
+    module's docstring): waits for ``find_port`` to name the port, then forwards it to the same
+    port here over ``ssh -N -L``; started before the backend creates the container, stopped at close."""
+
+    def __init__(self, via: dict[str, list[str]], find_port: Callable[[], int | None]) -> None:
+        self.via = via
+        self.find_port = find_port
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="novnc-forward", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.5):
+            port = self.find_port()
+            if port is None:
+                continue
+            self.port = port
+            if _port_free_here(port):
+                self.proc = subprocess.Popen(
+                    [*self.via["ssh"], "-N", "-o", "ExitOnForwardFailure=yes", "-L",
+                     f"127.0.0.1:{port}:127.0.0.1:{port}", *self.via["to"]],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+            return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 class Worker:
-    def __init__(self, tasks_dir: str) -> None:
+    def __init__(self, tasks_dir: str, forward_via: dict[str, list[str]] | None = None) -> None:
         self.session: Any = None
+        self.forward_via = forward_via
+        self.forward: PortForward | None = None
         # upload_task_env_files reads TASK_GEN_DIR / "tasks" / <id> / "env": point it at the
         # tasks folder pytest was given, whatever its name.
         self.gen_dir = tempfile.mkdtemp(prefix="agentbench-oc-tasks-")
@@ -55,6 +129,11 @@ class Worker:
         import evaluation.runtime.sandbox_session as ss
 
         ss.TASK_GEN_DIR = Path(self.gen_dir)
+        if self.forward_via is not None and self.forward is None:
+            from computer_env.backends.docker import runtime
+
+            session_id = runtime.PROCESS_SESSION_ID
+            self.forward = PortForward(self.forward_via, lambda: published_port(session_id))
         task = request["task"]
         options = request.get("options", {})
         started = time.monotonic()
@@ -65,8 +144,11 @@ class Worker:
             docker_memory=options.get("memory"), docker_cpus=options.get("cpus"),
             docker_ready_timeout=options.get("ready_timeout"))
         box = self.session.sandbox
-        return {"container_id": box.container_id, "container_name": box.container_name,
-                "seconds": round(time.monotonic() - started, 3)}
+        answer = {"container_id": box.container_id, "container_name": box.container_name,
+                  "seconds": round(time.monotonic() - started, 3)}
+        if self.forward is not None:
+            answer["forwarded_port"] = self.forward.port if self.forward.proc is not None else None
+        return answer
 
     def screenshot(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"png_b64": base64.b64encode(self._box().screenshot()).decode()}
@@ -81,9 +163,14 @@ class Worker:
         return {"stdout": done.stdout, "stderr": done.stderr, "exit_code": 0}
 
     def close(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self.session is not None:
-            self.session.sandbox.kill()
-            self.session = None
+        try:
+            if self.session is not None:
+                self.session.sandbox.kill()
+                self.session = None
+        finally:
+            if self.forward is not None:
+                self.forward.stop()
+                self.forward = None
         return {"closed": True}
 
     def _box(self) -> Any:
@@ -96,11 +183,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--checkout", required=True)
     parser.add_argument("--tasks", required=True)
+    parser.add_argument("--forward-via", help='JSON {"ssh": [ssh, options...], "to": [destination...]}')
     args = parser.parse_args()
     out = os.fdopen(os.dup(1), "w")
     sys.stdout = sys.stderr  # the harness prints progress; only answers go to the real stdout
     sys.path.insert(0, args.checkout)
-    worker = Worker(args.tasks)
+    worker = Worker(args.tasks, json.loads(args.forward_via) if args.forward_via else None)
     try:
         for line in sys.stdin:
             request = json.loads(line)

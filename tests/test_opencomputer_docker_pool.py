@@ -1,0 +1,335 @@
+"""``--pool docker``: each process leases a Docker host and OpenComputer's own backend makes its
+containers there, through Docker's ssh:// transport.
+
+The "remote" host is this machine reached through a real OpenSSH server on loopback
+(``sshd_server.py``), whose ``docker system dial-stdio`` talks to the test daemon; the run's own
+``DOCKER_HOST`` names a socket that does not exist, so every container the items use was made,
+played, graded and removed over SSH. The configure-time checks (bad entries, a host that refuses
+SSH, a pool without the docker backend) need no daemon.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sshd_server import SSHD, keygen, missing, start_sshd, stop
+from test_opencomputer_docker import _ours, plugin_run, setup  # noqa: F401 - setup is a fixture
+
+from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError, SSHSettings, docker_host_url
+
+CHECKOUT_VAR = "AGENTBENCH_OPENCOMPUTER_UPSTREAM"
+
+
+class Host:
+    """The test sshd as a Docker host: its URL and the key and known-hosts file to reach it."""
+
+    def __init__(self, root: Path, port: int) -> None:
+        self.root, self.port = root, port
+        self.key = root / "user_ed25519"
+        self.known_hosts = root / "known_hosts"
+        self.address = "127.0.0.1"
+
+    def url(self, socket_path: str = "") -> str:
+        return f"ssh://{os.environ.get('USER') or 'root'}@127.0.0.1:{self.port}{socket_path}"
+
+    def args(self) -> list[str]:
+        return [f"--pool-ssh-key={self.key}", f"--pool-ssh-known-hosts={self.known_hosts}"]
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
+    if not os.access(SSHD, os.X_OK):
+        missing(f"{SSHD} is not installed (Debian package openssh-server)")
+    if shutil.which("ssh-keygen") is None or shutil.which("ssh") is None:
+        missing("ssh and ssh-keygen are not installed (Debian package openssh-client)")
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    root = tmp_path_factory.mktemp("sshd")
+    host_pub = keygen(root / "host_ed25519")
+    (root / "authorized_keys").write_text(keygen(root / "user_ed25519") + "\n")
+    proc, port, log = start_sshd(root)
+    host = Host(root, port)
+    host.known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    try:
+        yield host
+    finally:
+        stop(proc)
+        log.close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _checkout() -> str:
+    checkout = os.environ.get(CHECKOUT_VAR, "")
+    if not checkout:
+        missing(f"{CHECKOUT_VAR} does not name an OpenComputer checkout")
+    return checkout
+
+
+def _configure(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--bench=opencomputer",
+                                         f"--opencomputer-tasks={_checkout()}", "--bench-task=gedit_reformat_json",
+                                         *args)
+
+
+# -- configure time: no daemon needed ----------------------------------------------------------------
+@pytest.mark.parametrize(("entry", "says"), [
+    ("http://10.0.0.5:5000", "must be a Docker host URL"),
+    ("ssh://", "names no host"),
+    ("ssh://-oProxyCommand=x", "names no host"),
+    ("tcp://10.0.0.5", "needs a port"),
+    ("ssh://u:secret@h", "may hold only [user@]host[:port][/socket]"),
+    ("unix://relative", "must name a socket path"),
+    ("ssh://h:99999", "is not a Docker host URL"),
+])
+def test_bad_pool_hosts_are_one_line_errors(entry: str, says: str) -> None:
+    with pytest.raises(DockerHostError, match=r"--pool-hosts entry .*") as caught:
+        docker_host_url(entry)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_bad_entry_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = _configure(pytester, "--opencomputer-backend=docker", "--pool=docker", "--pool-hosts=ftp://h")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --pool-hosts entry 'ftp://h' must be a Docker host URL*"])
+
+
+def test_the_docker_pool_needs_the_docker_backend(pytester: pytest.Pytester) -> None:
+    result = _configure(pytester, "--pool=docker", "--pool-hosts=ssh://root@127.0.0.1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([("ERROR: --pool docker leases Docker hosts to OpenComputer's docker backend: add "
+                                 "--opencomputer-backend docker*")])
+
+
+def test_fewer_hosts_than_workers_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = _configure(pytester, "--opencomputer-backend=docker", "--pool=docker", "-n", "2",
+                        "--pool-hosts=ssh://root@127.0.0.1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --pool docker has 1 host(s) for 2 workers; give one host per worker (-n 1)"])
+
+
+def test_a_host_that_refuses_ssh_is_a_usage_error(pytester: pytest.Pytester, sshd: Host) -> None:
+    port = _closed_port()
+    started = time.monotonic()
+    result = _configure(pytester, "--opencomputer-backend=docker", "--pool=docker",
+                        f"--pool-hosts=ssh://root@127.0.0.1:{port}", *sshd.args())
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([(f"ERROR: --pool docker: no Docker daemon answers at ssh://root@127.0.0.1:{port} "
+                                 "(*Connection refused*): check that it runs dockerd and that ssh reaches it")])
+    assert time.monotonic() - started < 60
+
+
+def test_an_unknown_host_key_is_refused_not_asked(pytester: pytest.Pytester, sshd: Host) -> None:
+    """BatchMode: an unknown host key is an error, never a prompt that hangs a worker."""
+    empty = pytester.path / "known_hosts.empty"
+    empty.write_text("")
+    result = _configure(pytester, "--opencomputer-backend=docker", "--pool=docker", f"--pool-hosts={sshd.url()}",
+                        f"--pool-ssh-key={sshd.key}", f"--pool-ssh-known-hosts={empty}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([("ERROR: --pool docker: no Docker daemon answers at ssh://*Host key verification "
+                                 "failed*")])
+
+
+def test_a_missing_key_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = _configure(pytester, "--opencomputer-backend=docker", "--pool=docker", "--pool-hosts=ssh://h",
+                        "--pool-ssh-key=/nonexistent/key")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --pool-ssh-key /nonexistent/key is not a file"])
+
+
+def test_the_ssh_wrapper_multiplexes_and_is_removed(sshd: Host) -> None:
+    host = DockerHost(sshd.url(), SSHSettings(key=sshd.key, known_hosts=sshd.known_hosts))
+    assert host.folder is not None
+    folder = host.folder
+    env = host.env({"PATH": "/usr/bin:/bin"})
+    assert env["DOCKER_HOST"] == sshd.url() and env["PATH"].startswith(f"{folder}:")
+    for _ in range(2):  # the first opens the shared connection, the second uses it
+        done = subprocess.run(["ssh", "-p", str(sshd.port), "--", "127.0.0.1", "echo", "over-ssh"], env=env,
+                              capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 0 and done.stdout.strip() == "over-ssh", done.stderr
+    assert (folder / "mux").is_socket()  # the master connection's socket
+    host.close()
+    assert not folder.exists()
+
+
+# -- the container tier over ssh ---------------------------------------------------------------------
+def _socket_path() -> str:
+    """The test daemon's socket as the host's own path in an ssh:// URL (``ssh://h/run/x.sock``)."""
+    local = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    return local[len("unix://"):] if local.startswith("unix://") else ""
+
+
+def test_items_run_on_the_leased_host_over_ssh(setup: tuple[Path, str], sshd: Host,  # noqa: F811
+                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkout, image = setup
+    tasks = ["gedit_reformat_json", "pcmanfm_permission_lockdown"]
+    run = f"pool-{os.getpid()}-{tmp_path.name}"[:60]
+    url = sshd.url(_socket_path())
+    seen: list[list[str]] = []
+    stop_watch = threading.Event()
+    real = dict(os.environ)  # the watcher asks the daemon directly, the run only through ssh
+
+    def watch() -> None:
+        while not stop_watch.is_set():
+            done = subprocess.run(["docker", "ps", "-q", "--filter",
+                                   f"label=gui-synth-env.meta.run_id=agentbench-{run}"],
+                                  capture_output=True, text=True, timeout=60, check=False, env=real)
+            seen.append(done.stdout.split())
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # only the pool reaches a daemon
+    try:
+        records = plugin_run(checkout, image, tmp_path, tasks, "--pool=docker", f"--pool-hosts={url}", *sshd.args(),
+                             run=run)
+    finally:
+        stop_watch.set()
+        watcher.join()
+        monkeypatch.undo()
+    for task_id in tasks:
+        record = records[task_id]
+        assert record["error"] is None, (task_id, record["error"], record.get("reason"))
+        assert record["criteria"], record  # graded by verify_task in the container
+    assert max(len(names) for names in seen) == 1, seen  # one process, one host, one container at a time
+    assert not _ours(run), _ours(run)
+    assert list((tmp_path / "tmp").iterdir()) == []  # the ssh wrapper's folder is gone
+
+
+def test_the_reaper_cleans_each_pool_host(setup: tuple[Path, str], sshd: Host, tmp_path: Path) -> None:  # noqa: F811
+    _, image = setup
+    run = f"reap-{os.getpid()}-{tmp_path.name}"[:60]
+    started = subprocess.run(["docker", "run", "-d", "--rm", "--entrypoint", "sleep", "--label",
+                              f"gui-synth-env.meta.run_id=agentbench-{run}", image, "300"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert started.returncode == 0, started.stderr
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-reap",
+                           "--pool=docker", f"--pool-hosts={sshd.url(_socket_path())}", *sshd.args(),
+                           f"--agentbench-reap-run={run}"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"removed 1 container(s) of run {run} on ssh://" in done.stdout, done.stdout
+    assert not _ours(run)
+
+
+# -- the noVNC port of a container on a remote host ----------------------------------------------------
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20, check=False)
+    assert done.returncode == 0, f"ip {' '.join(args)}: {done.stderr}"
+
+
+@pytest.fixture
+def remote_host(tmp_path: Path) -> Iterator[tuple[str, Host]]:
+    """A host of its own: a network namespace (its own loopback) joined to this one by a veth pair,
+    with sshd listening on its address. Yields (the namespace, the sshd)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        missing("the remote-host test needs root and iproute2 (ip netns) for a network namespace")
+    if not os.access(SSHD, os.X_OK):
+        missing(f"{SSHD} is not installed (Debian package openssh-server)")
+    tag = f"{os.getpid() % 100000}{tmp_path.name[-2:]}".replace("_", "")[-7:]
+    ns, here, there = f"abns{tag}", f"abh{tag}", f"abr{tag}"
+    net = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
+    _ip("netns", "add", ns)
+    proc = log = None
+    try:
+        _ip("link", "add", here, "type", "veth", "peer", "name", there)
+        _ip("link", "set", there, "netns", ns)
+        _ip("addr", "add", f"{net}.1/30", "dev", here)
+        _ip("link", "set", here, "up")
+        _ip("-n", ns, "addr", "add", f"{net}.2/30", "dev", there)
+        _ip("-n", ns, "link", "set", there, "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+        host_pub = keygen(tmp_path / "host_ed25519")
+        (tmp_path / "authorized_keys").write_text(keygen(tmp_path / "user_ed25519") + "\n")
+        proc, port, log = start_sshd(tmp_path, listen=f"{net}.2", prefix=("ip", "netns", "exec", ns))
+        host = Host(tmp_path, port)
+        host.known_hosts.write_text(f"[{net}.2]:{port} {host_pub}\n")
+        host.address = f"{net}.2"
+        yield ns, host
+    finally:
+        if proc is not None:
+            stop(proc)
+        if log is not None:
+            log.close()
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20, check=False)
+        subprocess.run(["ip", "link", "del", here], capture_output=True, timeout=20, check=False)
+
+
+def _load_docker_worker() -> Any:
+    import importlib.util
+
+    from pytest_agentbench.benches.opencomputer.container import WORKER
+
+    spec = importlib.util.spec_from_file_location("agentbench_docker_worker_under_test", WORKER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read_from(port: int, timeout: float) -> bytes:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as conn:
+                data = conn.recv(64)
+                if data:
+                    return data
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            return b""
+        time.sleep(0.2)
+
+
+def test_a_remote_hosts_published_port_is_forwarded_here(remote_host: tuple[str, Host]) -> None:
+    """A remote daemon publishes the container's noVNC port on the REMOTE's 127.0.0.1; the docker
+    worker forwards it to the same port here, where OpenComputer's ready check connects."""
+    ns, host = remote_host
+    port = _closed_port()
+    serve = ("import socket\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+             f"s.bind(('127.0.0.1', {port})); s.listen()\n"
+             "while True:\n    c, _ = s.accept(); c.sendall(b'on-the-remote'); c.close()\n")
+    server = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", serve])
+    url = f"ssh://{os.environ.get('USER') or 'root'}@{host.address}:{host.port}"
+    docker_host = DockerHost(url, SSHSettings(key=host.key, known_hosts=host.known_hosts))
+    worker = _load_docker_worker()
+    try:
+        assert _read_from(port, 0.5) == b""  # the port is served there, not here
+        forward = worker.PortForward(docker_host.forward_via(), lambda: port)
+        try:
+            assert _read_from(port, 20) == b"on-the-remote"
+            assert forward.port == port and forward.proc is not None
+        finally:
+            forward.stop()
+        assert forward.proc is None and _read_from(port, 0.5) == b""  # stopped with the item
+        with socket.socket() as taken:  # a port served here already (the host is this machine): no forward
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            busy = int(taken.getsockname()[1])
+            forward = worker.PortForward(docker_host.forward_via(), lambda: busy)
+            deadline = time.monotonic() + 10
+            while forward.port is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert forward.port == busy and forward.proc is None
+            forward.stop()
+    finally:
+        docker_host.close()
+        server.kill()
+        server.wait()
