@@ -10,6 +10,7 @@ SSH, a pool without the docker backend) need no daemon.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -38,6 +39,7 @@ class Host:
         self.key = root / "user_ed25519"
         self.known_hosts = root / "known_hosts"
         self.address = "127.0.0.1"
+        self.host_pub = ""
 
     def url(self, socket_path: str = "") -> str:
         return f"ssh://{os.environ.get('USER') or 'root'}@127.0.0.1:{self.port}{socket_path}"
@@ -60,6 +62,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
     proc, port, log = start_sshd(root)
     host = Host(root, port)
     host.known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    host.host_pub = host_pub
     try:
         yield host
     finally:
@@ -164,6 +167,38 @@ def test_the_ssh_wrapper_multiplexes_and_is_removed(sshd: Host) -> None:
     assert (folder / "mux").is_socket()  # the master connection's socket
     host.close()
     assert not folder.exists()
+
+
+def test_a_pinned_host_key_is_trusted_and_no_other(sshd: Host, tmp_path: Path) -> None:
+    """A cloud VM's host key is the run's own (cloud-init installs it): pinned, never learned."""
+    url = sshd.url()
+    for pinned, works in ((sshd.host_pub, True), (keygen(tmp_path / "other"), False)):
+        host = DockerHost(url, SSHSettings(key=sshd.key), host_key=" ".join(pinned.split()[:2]))
+        try:
+            done = subprocess.run(["ssh", "-p", str(sshd.port), "--", "127.0.0.1", "true"], env=host.env(),
+                                  capture_output=True, text=True, timeout=30, check=False)
+        finally:
+            host.close()
+        assert (done.returncode == 0) is works, done.stderr
+        if not works:
+            assert "Host key verification failed" in done.stderr
+
+
+def test_cloud_init_sets_up_a_docker_host() -> None:
+    from pytest_agentbench.infra.cloud_init import DockerSetup, user_data
+
+    hostile = "https://example.org/img.tar; rm -rf / #$(reboot)"
+    text = user_data(login_public_key="ssh-ed25519 AAAA", host_key=None, shutdown_minutes=60,
+                     docker=DockerSetup(user="ubuntu", image="gui-synth-env-desktop:latest", source=hostile))
+    assert text.startswith("#cloud-config\n")
+    config = json.loads(text.split("\n", 1)[1])
+    assert config["packages"] == ["docker.io", "curl"]
+    assert config["runcmd"] == [
+        ["shutdown", "-h", "+60"], ["systemctl", "enable", "--now", "docker"], ["usermod", "-aG", "docker", "ubuntu"],
+        ["sh", "-c", 'curl -fsSL --retry 5 "$1" | docker load', "sh", hostile]]  # the URL is one argument
+    pulled = json.loads(user_data(login_public_key="k", host_key=None, shutdown_minutes=None,
+                                  docker=DockerSetup(user="azureuser", image="img:1", source="pull")).split("\n", 1)[1])
+    assert pulled["runcmd"][-1] == ["docker", "pull", "img:1"]
 
 
 # -- the container tier over ssh ---------------------------------------------------------------------
@@ -333,3 +368,57 @@ def test_a_remote_hosts_published_port_is_forwarded_here(remote_host: tuple[str,
         docker_host.close()
         server.kill()
         server.wait()
+
+
+CLOUD_CONFTEST = '''
+import os
+
+def pytest_agentbench_vm_endpoints(vm, config):
+    # moto's VMs have no network: the VM's Docker host is this machine's, over the test sshd
+    return {"docker_host": os.environ["POOL_TEST_DOCKER_HOST"]}
+'''
+
+
+def test_a_cloud_pools_vms_serve_as_docker_hosts(setup: tuple[Path, str], sshd: Host,  # noqa: F811
+                                                 pytester: pytest.Pytester, aws_env: str, moto_ami: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--pool aws --opencomputer-backend docker``: one VM per process, its cloud-init installs Docker
+    and pulls the image, the items' containers run on it (here: through the endpoints hook, as moto's
+    VMs have no network), and the VM is deleted at the end."""
+    import base64
+
+    import boto3
+
+    checkout, image = setup
+    run = f"cloud-{os.getpid()}-{pytester.path.name}"[:60]
+    pytester.makeconftest(CLOUD_CONFTEST)
+    monkeypatch.setenv("POOL_TEST_DOCKER_HOST", sshd.url(_socket_path()))
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    monkeypatch.setenv("AGENTBENCH_RUN_ID", run)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--bench=opencomputer", f"--opencomputer-tasks={checkout}",
+        "--opencomputer-backend=docker", f"--opencomputer-image={image}", "--bench-task=gedit_reformat_json",
+        "--bench-agent=noop", "--pool=aws", f"--pool-image={moto_ami}", "--pool-poll-interval=0",
+        "--pool-ready-timeout=60", "--pool-ssh-cidr=203.0.113.7/32", "--pool-docker-image-from=pull", *sshd.args(),
+        timeout=600)
+    records = [json.loads(line) for path in pytester.path.glob("**/results.jsonl")
+               for line in path.read_text().splitlines()]
+    assert [r["task_id"] for r in records] == ["gedit_reformat_json"], result.stdout.str()[-3000:]
+    assert records[0]["error"] is None and records[0]["criteria"], records[0]
+    result.stdout.fnmatch_lines(["agentbench pool: creating 1 VM(s)*", "*VM cost: 1 aws * (deleted)*"])
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    instances = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
+    assert len(instances) == 1 and instances[0]["State"]["Name"] in ("shutting-down", "terminated")
+    data = ec2.describe_instance_attribute(InstanceId=instances[0]["InstanceId"], Attribute="userData")
+    config = json.loads(base64.b64decode(data["UserData"]["Value"]).decode().split("\n", 1)[1])
+    assert "docker.io" in config["packages"] and ["docker", "pull", image] in config["runcmd"]
+    assert not _ours(run)
+
+
+def test_docker_image_source_needs_the_docker_backend(pytester: pytest.Pytester, aws_env: str,
+                                                       moto_ami: str) -> None:
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--bench=mock", "--pool=aws", f"--pool-image={moto_ami}",
+        "--pool-ssh-cidr=203.0.113.7/32", "--pool-docker-image-from=pull")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --pool-docker-image-from is for --opencomputer-backend docker*"])

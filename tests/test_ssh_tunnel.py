@@ -160,7 +160,7 @@ def test_sshd_taken_port_is_retried(sshd, tmp_path, monkeypatch):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         ports = iter([taken.getsockname()[1], free_port()])
-        monkeypatch.setattr(sys.modules[__name__], "_free_port", lambda: next(ports))
+        monkeypatch.setattr(sys.modules["sshd_server"], "free_port", lambda: next(ports))
         proc, port, log = start_sshd(tmp_path)
         try:
             assert port != taken.getsockname()[1]

@@ -96,13 +96,41 @@ def _is_base64(text: str) -> bool:
     return True
 
 
-def user_data(*, login_public_key: str, host_key: KeyPair | None, shutdown_minutes: int | None) -> str:
+@dataclass(frozen=True)
+class DockerSetup:
+    """What a VM that serves as a Docker host (``--pool aws|azure --opencomputer-backend docker``)
+    gets from cloud-init: Debian/Ubuntu's ``docker.io``, the login user in the ``docker`` group, and
+    the desktop image, pulled from its registry (``source="pull"``) or loaded from a ``docker save``
+    tarball at an http(s) URL; with no source, the VM's image must hold it already."""
+
+    user: str
+    image: str
+    source: str | None = None
+
+    def commands(self) -> list[list[str]]:
+        commands = [["systemctl", "enable", "--now", "docker"], ["usermod", "-aG", "docker", self.user]]
+        if self.source == "pull":
+            commands.append(["docker", "pull", self.image])
+        elif self.source:
+            # argv, never a shell line: the URL reaches curl as one argument, whatever it holds
+            commands.append(["sh", "-c", 'curl -fsSL --retry 5 "$1" | docker load', "sh", self.source])
+        return commands
+
+
+def user_data(*, login_public_key: str, host_key: KeyPair | None, shutdown_minutes: int | None,
+              docker: DockerSetup | None = None) -> str:
     """The ``#cloud-config`` document for one VM, serialized as JSON (see the module docstring)."""
     config: dict[str, Any] = {"ssh_pwauth": False, "ssh_authorized_keys": [login_public_key]}
     if host_key is not None:
         config["ssh_deletekeys"] = True
         config["ssh_keys"] = {"ed25519_private": host_key.private_openssh,
                               "ed25519_public": " ".join(host_key.public_openssh.split()[:2])}
+    runcmd: list[list[str]] = []
     if shutdown_minutes:
-        config["runcmd"] = [["shutdown", "-h", f"+{int(shutdown_minutes)}"]]
+        runcmd.append(["shutdown", "-h", f"+{int(shutdown_minutes)}"])
+    if docker is not None:
+        config["packages"] = ["docker.io", "curl"]
+        runcmd.extend(docker.commands())
+    if runcmd:
+        config["runcmd"] = runcmd
     return "#cloud-config\n" + json.dumps(config, indent=2) + "\n"

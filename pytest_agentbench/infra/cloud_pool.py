@@ -63,6 +63,8 @@ class PoolOptions:
     ssh_key: Path | None = None
     #: where keys and pool.json go (the run folder's ``pool/``)
     folder: Path | None = None
+    #: the VMs serve as Docker hosts (``--opencomputer-backend docker``): what cloud-init sets up
+    docker: cloud_init.DockerSetup | None = None
 
 
 @dataclass
@@ -135,7 +137,8 @@ class CloudPool:
         hours = self.options.auto_shutdown_hours
         in_guest = bool(getattr(provider, "shutdown_in_guest", False)) and hours > 0
         data = cloud_init.user_data(login_public_key=public, host_key=host,
-                                    shutdown_minutes=round(hours * 60) if in_guest else None)
+                                    shutdown_minutes=round(hours * 60) if in_guest else None,
+                                    docker=self.options.docker)
         tags = {RUN_TAG: self.options.run_id, CREATED_TAG: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         return VMSpec(name=name, size=provider.size, region=provider.region, image=provider.config.image or "",
                       ssh_user=provider.ssh_user, ssh_public_key=public, user_data=data, tags=tags,

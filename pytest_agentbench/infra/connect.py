@@ -30,7 +30,8 @@ class VMConnection:
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
-    def _address(self) -> str:
+    def address(self) -> str:
+        """The VM's address this process connects to (``--pool-address``)."""
         vm = self.vm
         if self.lease.get("address") == "private":
             address = vm.get("private_ip") or vm.get("public_ip")
@@ -47,7 +48,7 @@ class VMConnection:
         waa, evaluate = int(self.lease["waa_port"]), int(self.lease["evaluate_port"])
         cdp = int(self.lease.get("cdp_port") or 9222)
         if self.lease.get("connect") == "direct":
-            host = self._address()
+            host = self.address()
             return {"server_url": f"http://{host}:{waa}", "evaluate_url": f"http://{host}:{evaluate}",
                     "cdp_url": f"http://{host}:{cdp}"}
         return self._open_tunnel(waa, evaluate, cdp)
@@ -55,7 +56,7 @@ class VMConnection:
     def _open_tunnel(self, waa: int, evaluate: int, cdp: int) -> dict[str, str | None]:
         from pytest_agentbench.infra.tunnel import SSHTunnel, TunnelError
 
-        host = self._address()
+        host = self.address()
         last = ""
         while True:
             port = int((self.vm.get("extra") or {}).get("ssh_port", 22))

@@ -115,7 +115,7 @@ class DockerHost:
     For ``ssh://`` hosts it owns a small folder holding the ``ssh`` wrapper and the multiplexed
     connection's socket; :meth:`close` ends that connection and removes the folder."""
 
-    def __init__(self, docker_host: str, ssh: SSHSettings | None = None) -> None:
+    def __init__(self, docker_host: str, ssh: SSHSettings | None = None, *, host_key: str | None = None) -> None:
         self.docker_host = docker_host
         self.ssh = ssh or SSHSettings()
         self.folder: Path | None = None
@@ -125,6 +125,12 @@ class DockerHost:
             # 108 bytes: a deep TMPDIR gives way to /tmp.
             short = len(tempfile.gettempdir()) <= MAX_TMPDIR
             self.folder = Path(tempfile.mkdtemp(prefix="agentbench-ssh-", dir=None if short else "/tmp"))
+            if host_key:  # a cloud VM's pinned host key ("ssh-ed25519 AAAA..."): trusted, never learned
+                parts = urlsplit(docker_host)
+                name = parts.hostname if parts.port in (None, 22) else f"[{parts.hostname}]:{parts.port}"
+                known = self.folder / "known_hosts"
+                known.write_text(f"{name} {host_key}\n")
+                self.ssh = SSHSettings(key=self.ssh.key, known_hosts=known)
             self._write_wrapper()
 
     @property

@@ -63,7 +63,11 @@ def pytest_agentbench_vm_endpoints(vm: dict[str, Any], config: pytest.Config) ->
     "evaluate_url": ..., "cdp_url": ...}`` (a bastion, a VPN address, a local double; the last two
     optional) and no SSH tunnel is opened.
     ``vm`` has ``name``, ``provider``, ``resource_id``, ``public_ip``, ``private_ip``, ``ssh_user``
-    and ``host_key``. Return None to keep the built-in SSH tunnel (or ``--pool-connect direct``)."""
+    and ``host_key``. Return None to keep the built-in SSH tunnel (or ``--pool-connect direct``).
+    With ``--opencomputer-backend docker`` the VM serves as a Docker host: return
+    ``{"docker_host": "ssh://user@host"}`` to reach its daemon another way (your SSH setup and
+    ``--pool-ssh-key``/``--pool-ssh-known-hosts`` apply); by default it is ``ssh://`` to the VM
+    with the run's login key and pinned host key."""
 
 
 def pytest_agentbench_pool_provider_extra(kind: str, config: pytest.Config) -> dict[str, Any] | None:

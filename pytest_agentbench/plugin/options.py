@@ -406,6 +406,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--pool-ssh-key", "pool_ssh_key", "cloud pool: a private key whose FILE.pub is installed on the VMs, or "
            "a .pub file whose private key is in your SSH agent (default: a fresh key per run). docker pool: the "
            "key ssh uses for the hosts (default: your SSH setup).", _P, metavar="FILE"),
+    Option("--pool-docker-image-from", "pool_docker_image_from", "cloud pool with --opencomputer-backend docker: "
+           "how each VM gets the desktop image: pull (docker pull --opencomputer-image) or the http(s) URL of a "
+           "docker save tarball (default: the VM image holds it).", _P, metavar="pull|URL"),
     Option("--pool-ssh-known-hosts", "pool_ssh_known_hosts", "docker pool: check the hosts' SSH keys against this "
            "known_hosts file (default: your SSH setup's).", _P, metavar="FILE"),
     Option("--pool-ssh-cidr", "pool_ssh_cidr", "cloud pool: who may reach port 22 of the VMs, e.g. 203.0.113.7/32 "

@@ -226,6 +226,7 @@ class PoolManager:
             ready_timeout=ready if ready is not None else 1200.0,
             hourly_usd=_float_setting(self.config, "pool_hourly_usd", None, "--pool-hourly-usd"),
             ssh_key=Path(ssh_key).expanduser() if ssh_key else None)
+        options.docker = self._docker_setup(provider.ssh_user)
         if options.connect not in ("ssh", "direct"):
             raise pytest.UsageError(f"--pool-connect must be ssh or direct, got {options.connect!r}")
         if options.address not in ("public", "private"):
@@ -261,6 +262,22 @@ class PoolManager:
         self.static = StaticPool(hosts)
         if not self.distributed:
             self.lease = self.static.lease("main")
+
+    def _docker_setup(self, user: str) -> Any:
+        """A cloud pool for OpenComputer's docker backend: its VMs are Docker hosts (cloud-init
+        installs Docker and gets the image, see ``cloud_init.DockerSetup``); None otherwise."""
+        source = _opt(self.config, "pool_docker_image_from")
+        if _opt(self.config, "opencomputer_backend") != "docker":
+            if source:
+                raise pytest.UsageError("--pool-docker-image-from is for --opencomputer-backend docker (the VMs serve "
+                                        "as Docker hosts)")
+            return None
+        if source and source != "pull" and not str(source).startswith(("https://", "http://")):
+            raise pytest.UsageError(f"--pool-docker-image-from must be pull or an http(s) URL of a docker save "
+                                    f"tarball, got {source!r}")
+        from pytest_agentbench.infra.cloud_init import DockerSetup
+
+        return DockerSetup(user=user, image=_docker_image(self.config), source=source or None)
 
     def _start_docker(self) -> None:
         """``--pool docker``: existing Docker hosts, one per process, each checked now (the daemon
@@ -418,10 +435,11 @@ class PoolManager:
         URL only when the user chose to score with an evaluate server (``--waa-evaluate-url``): then
         each host's (a static ``URL|EVALUATE_URL`` entry, a cloud VM's ``--pool-evaluate-port``)
         replaces it. By default upstream's own evaluator code scores, and no evaluate URL is used."""
-        if self.kind == "docker":
-            self._apply_docker(bench)
+        if hasattr(bench, "use_docker_host") and getattr(bench, "docker", None) is not None and \
+                (self.kind == "docker" or self.is_cloud):
+            self._apply_docker(bench)  # OpenComputer's docker backend: the lease is a Docker host
             return
-        if not hasattr(bench, "use_server"):
+        if self.kind == "docker" or not hasattr(bench, "use_server"):
             return
         self._ensure_own_lease()
         lease = self.lease
@@ -440,19 +458,59 @@ class PoolManager:
             bench.ready_timeout = max(1.0, self.connection.remaining())
 
     def _apply_docker(self, bench: Benchmark) -> None:
-        """Point an OpenComputer benchmark's containers at this process's leased Docker host."""
-        if not hasattr(bench, "use_docker_host") or self.lease is None:
+        """Point an OpenComputer benchmark's containers at this process's leased Docker host: a
+        ``--pool docker`` entry, or a cloud VM that serves as one (reached over the run's login key
+        and pinned host key, once its daemon answers and holds the image)."""
+        from pytest_agentbench.benchmark import InfrastructureError
+        from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError
+
+        if not hasattr(bench, "use_docker_host"):
             return
         if self.docker_host is None:
-            from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError
-
+            if self._connect_error is not None:
+                raise InfrastructureError(self._connect_error)
+            self._ensure_own_lease()
+            lease = self.lease
+            if lease is None:
+                return
             try:
-                self.docker_host = DockerHost(self.lease["docker_host"], docker_ssh_settings(self.config))
+                if lease.get("kind") == "cloud":
+                    self.docker_host = self._cloud_docker_host(lease)
+                else:
+                    self.docker_host = DockerHost(lease["docker_host"], docker_ssh_settings(self.config))
             except DockerHostError as exc:
-                from pytest_agentbench.benchmark import InfrastructureError
-
+                self._connect_error = str(exc)
                 raise InfrastructureError(str(exc)) from None
         bench.use_docker_host(self.docker_host)
+
+    def _cloud_docker_host(self, lease: dict[str, Any]) -> DockerHost:
+        """The leased VM as a Docker host, waited for until its daemon answers with the image."""
+        from pytest_agentbench.benches.opencomputer.container import ContainerError, check_docker
+        from pytest_agentbench.infra.connect import VMConnection
+        from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError, SSHSettings
+
+        vm = dict(lease["vm"])
+        given = self.config.hook.pytest_agentbench_vm_endpoints(vm=vm, config=self.config) or {}
+        if given.get("docker_host"):  # a bastion, a VPN address, a test double: the user's SSH setup
+            host = DockerHost(given["docker_host"], docker_ssh_settings(self.config))
+        else:
+            connection = VMConnection(lease)
+            port = int((vm.get("extra") or {}).get("ssh_port", 22))
+            url = f"ssh://{vm['ssh_user']}@{connection.address()}" + (f":{port}" if port != 22 else "")
+            key = lease.get("ssh_key")
+            host = DockerHost(url, SSHSettings(key=Path(key) if key else None), host_key=vm.get("host_key"))
+        deadline = time.monotonic() + float(lease.get("ready_timeout") or 0)
+        image = _docker_image(self.config)
+        while True:
+            try:
+                check_docker(image, host.env())
+                return host
+            except ContainerError as exc:
+                if time.monotonic() >= deadline:
+                    host.close()
+                    raise DockerHostError(f"VM {vm['name']}: no Docker daemon with {image} within the ready "
+                                          f"timeout: {exc}") from None
+            time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
     def _connect(self, lease: dict[str, Any]) -> dict[str, str | None]:
         from pytest_agentbench.benchmark import InfrastructureError
