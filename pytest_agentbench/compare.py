@@ -4,7 +4,10 @@ Two runs of the same stochastic agent differ by several points from repetition a
 rate went down" is not a regression until a paired test says so. Tasks are paired by
 ``<benchmark>::<task_id>``; each side's outcome trials are counted with the outcomes-only rule
 (infrastructure errors are out of every denominator). A task with no outcome trial on one side
-counts as absent there (``new`` or ``gone``), since there is nothing to compare.
+counts as absent there (``new`` or ``gone``), since there is nothing to compare. Compared with a
+much bigger reference run, most of its tasks are gone here: the first :data:`GONE_ROWS` of those
+absent from this run get a row, the rest are counted (``unlisted_gone``), so a comparison holds
+this run's tasks, not the reference's.
 
 * One trial per task on both sides: the exact McNemar test on the discordant tasks, and Newcombe's
   paired interval of the difference.
@@ -17,12 +20,12 @@ Pure functions on records; no pytest.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench import stats
-from pytest_agentbench.record.runfolder import read_results
+from pytest_agentbench.record.runfolder import iter_results, read_results
 from pytest_agentbench.text import shorten
 from pytest_agentbench.untrusted import file_problem
 
@@ -37,24 +40,48 @@ def page_name(before_run: str) -> str:
     return f"compare-{before_run}.html"
 
 
-def load_run(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
-    """The run's name and records, from a run folder or a results.jsonl. ValueError when unreadable."""
+def run_file(path: str | Path) -> tuple[str, Path]:
+    """The run's name and its results.jsonl, from a run folder or a results.jsonl. ValueError when
+    there is no such file."""
     path = Path(path)
     file = path / "results.jsonl" if path.is_dir() else path
     problem = file_problem(file)
     if problem is not None:
         raise ValueError(f"{file} {problem}; pass a run folder or its results.jsonl")
     name = path.name if path.is_dir() else (file.parent.name if file.name == "results.jsonl" else file.stem)
+    return name, file
+
+
+def load_run(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
+    """The run's name and records (what a comparison reads of each), from a run folder or a
+    results.jsonl. ValueError when unreadable."""
+    name, file = run_file(path)
     return name, read_results(file, compared)
 
 
-#: What a comparison reads of a record (``stats.group_tasks`` and ``_reasons``).
+def check_run(path: str | Path) -> str:
+    """The run's name, once every record of it was read and found well-formed, none of them kept:
+    ``--bench-compare`` refuses a malformed reference run before anything plays, and reads it
+    again (``stream_run``) at the end, keeping only what this run's tasks need. ValueError when
+    unreadable."""
+    name, file = run_file(path)
+    for _ in iter_results(file):
+        pass
+    return name
+
+
+def stream_run(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The run's records one at a time (a generator; ValueError when unreadable, as it reads)."""
+    return iter_results(run_file(path)[1])
+
+
+#: What a comparison reads of a record (``_Tasks.add``).
 COMPARED_FIELDS = ("benchmark", "task_id", "domain", "trial", "outcome", "success", "score", "error", "reason")
 
 
 def compared(record: dict[str, Any]) -> dict[str, Any]:
     """The part of ``record`` a comparison reads: its fields above, and of its criteria only the
-    first failed one (all ``_reasons`` shows). A comparison against a run of 20,000 tasks then
+    first failed one (all ``_Tasks.add`` keeps of them). A comparison against a run of 20,000 tasks then
     holds a few small values per task, not every record whole (steps, criteria, final action)."""
     kept = {k: record[k] for k in COMPARED_FIELDS if k in record}
     criteria = record.get("criteria")
@@ -73,19 +100,43 @@ def _rate(t: stats.TaskTrials | None) -> float | None:
 REASON_LIMIT = 300
 
 
-def _reasons(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Per ``<bench>::<task_id>``, why it did not pass, as the viewer's Reason column says it, of its
+class _Tasks:
+    """One run's tasks as a comparison reads them, a record at a time: per ``<bench>::<task_id>``,
+    its outcome trials and why it did not pass, as the viewer's Reason column says it, of its
     first record that did not pass (an outcome's failure before an error left out of the rate)."""
-    out: dict[str, str] = {}
-    for outcomes in (True, False):
-        for record in records:
-            key = f"{record['benchmark']}::{record['task_id']}"
-            if key in out or record.get("success") or bool(record.get("outcome")) is not outcomes:
-                continue
-            why = record.get("error") or _failed_criterion(record.get("criteria")) or record.get("reason")
-            if why:
-                out[key] = shorten(why, REASON_LIMIT)
-    return out
+
+    __slots__ = ("_why", "_why_not_outcome", "trials")
+
+    def __init__(self) -> None:
+        self.trials: dict[str, stats.TaskTrials] = {}
+        self._why: dict[str, str] = {}
+        self._why_not_outcome: dict[str, str] = {}
+
+    def add(self, record: Mapping[str, Any], key: str) -> None:
+        entry = self.trials.get(key)
+        if entry is None:
+            entry = self.trials[key] = stats.TaskTrials(str(record["benchmark"]), str(record.get("domain", "default")),
+                                                        str(record["task_id"]))
+        outcome = bool(record.get("outcome"))
+        if outcome:
+            entry.trials += 1
+            entry.passes += bool(record.get("success"))
+            entry.score_sum += float(record.get("score") or 0.0)
+        else:
+            entry.excluded += 1
+        if not record.get("success"):
+            reasons = self._why if outcome else self._why_not_outcome
+            if key not in reasons:
+                why = record.get("error") or _failed_criterion(record.get("criteria")) or record.get("reason")
+                if why:
+                    reasons[key] = shorten(why, REASON_LIMIT)
+
+    def reason(self, key: str) -> str | None:
+        return self._why.get(key) or self._why_not_outcome.get(key)
+
+
+def _key(record: Mapping[str, Any]) -> str:
+    return f"{record['benchmark']}::{record['task_id']}"
 
 
 def _failed_criterion(criteria: Any) -> str | None:
@@ -105,22 +156,42 @@ def _side(t: stats.TaskTrials | None, reason: str | None) -> dict[str, Any] | No
             "score": round(t.score_sum / t.trials, 6) if t.trials else None, "reason": reason}
 
 
+#: The most tasks absent from the compared run that get a row each (``gone`` ones among them,
+#: in the reference run's order); the other gone tasks are counted in ``unlisted_gone``.
+GONE_ROWS = 100
+
+
 def compare_records(
-    before: Sequence[Mapping[str, Any]],
-    after: Sequence[Mapping[str, Any]],
+    before: Iterable[Mapping[str, Any]],
+    after: Iterable[Mapping[str, Any]],
     *,
     alpha: float = DEFAULT_ALPHA,
     before_name: str = "before",
     after_name: str = "after",
 ) -> dict[str, Any]:
-    """The comparison of ``after`` (this run) against ``before`` (the reference run)."""
-    old = stats.group_tasks(before)
-    new = stats.group_tasks(after)
-    old_why, new_why = _reasons(before), _reasons(after)
+    """The comparison of ``after`` (this run) against ``before`` (the reference run), each read
+    once, ``before`` as it comes (``stream_run``): of a task that is not in ``after``, only the
+    first :data:`GONE_ROWS` such tasks are kept whole, the others only as a count, so a run of
+    100 tasks compared with one of 20,000 holds about 200 tasks, not 20,000."""
+    new = _Tasks()
+    for record in after:
+        new.add(record, _key(record))
+    old = _Tasks()
+    absent = 0
+    unlisted: set[str] = set()  # gone tasks without a row: a task's trials may be anywhere in the file
+    for record in before:
+        key = _key(record)
+        if key not in old.trials and key not in new.trials:
+            if absent >= GONE_ROWS:
+                if record.get("outcome"):
+                    unlisted.add(key)
+                continue
+            absent += 1
+        old.add(record, key)
     rows = []
     pairs: list[tuple[stats.TaskTrials, stats.TaskTrials]] = []
-    for key in list(old) + [k for k in new if k not in old]:
-        a, b = old.get(key), new.get(key)
+    for key in list(old.trials) + [k for k in new.trials if k not in old.trials]:
+        a, b = old.trials.get(key), new.trials.get(key)
         ra, rb = _rate(a), _rate(b)
         if ra is None and rb is None:
             continue  # no outcome on either side: nothing to say about this task
@@ -135,10 +206,11 @@ def compare_records(
         assert ref is not None
         rows.append({
             "benchmark": ref.benchmark, "domain": ref.domain, "task_id": ref.task_id, "status": status,
-            "before": _side(a, old_why.get(key)),
-            "after": _side(b, new_why.get(key)),
+            "before": _side(a, old.reason(key)),
+            "after": _side(b, new.reason(key)),
         })
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in STATUSES}
+    counts["gone"] += len(unlisted)
     result: dict[str, Any] = {
         "before_run": before_name,
         "after_run": after_name,
@@ -148,6 +220,7 @@ def compare_records(
         "before_rate": None, "after_rate": None, "difference": None, "ci95": None, "p_value": None,
         "method": None,
         "tasks": rows,
+        "unlisted_gone": len(unlisted),
     }
     if pairs:
         bp = sum(a.passes for a, _ in pairs)

@@ -14,6 +14,7 @@ controller's records :class:`pytest_agentbench.plugin.reporting_shared.SharedVal
 
 from __future__ import annotations
 
+import sys
 from typing import Any, ClassVar
 
 
@@ -47,6 +48,14 @@ class SharedValues:
             value = record.get(key)
             if value and type(value) in (list, dict):
                 record[key] = self._nested_value(value)
+
+    def shared(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with its keys interned and its repeated values shared (``share``), for a
+        record decoded from a file: its keys are new strings per record (some thirty of them, a
+        few dozen bytes each), where a record built here has the literals' interned ones."""
+        record = {sys.intern(key): value for key, value in record.items()}
+        self.share(record)
+        return record
 
     def _nested_value(self, value: Any) -> Any:
         # repr tells apart what == does not (1, 1.0 and True; -0.0 and 0.0; a tuple and a list),

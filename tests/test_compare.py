@@ -115,6 +115,36 @@ def test_a_compared_run_keeps_only_what_the_comparison_reads(tmp_path):
     assert compare_records(kept, after)["tasks"][0]["after"]["reason"] == "form: a not saved"
 
 
+def test_tasks_only_in_a_bigger_reference_run_are_counted_beyond_the_first_rows(monkeypatch):
+    """Compared with a much bigger reference run, the tasks it has and this run lacks are gone: the
+    first GONE_ROWS of the tasks absent here get a row each, the others are only counted, so the
+    comparison holds this run's tasks (read as a stream, never the reference whole). Every figure
+    is the one of the comparison that lists them all."""
+    import pytest_agentbench.compare as compare
+
+    before, after = paired_runs()
+    # Absent here: five gone tasks (one with two trials, apart), one never an outcome (not gone).
+    before += [rec("gone0", True), rec("gone1", False), rec("errors_only", None), rec("gone2", True),
+               rec("gone3", False, 1), rec("gone4", True), rec("gone3", True, 2)]
+    whole = compare_records(before, after)
+    assert whole["counts"]["gone"] == 7 and whole["unlisted_gone"] == 0
+    monkeypatch.setattr(compare, "GONE_ROWS", 3)  # only_old, gone0 and gone1 get their rows
+    out = compare_records(iter(before), after)
+    assert {k: v for k, v in out.items() if k not in ("tasks", "unlisted_gone")} == \
+        {k: v for k, v in whole.items() if k not in ("tasks", "unlisted_gone")}
+    assert out["unlisted_gone"] == 3  # gone2, gone3 (two trials, one task) and gone4
+    listed = {"only_old", "gone0", "gone1"}
+    assert out["tasks"] == [r for r in whole["tasks"] if r["status"] != "gone" or r["after"] is not None
+                            or r["task_id"] in listed]
+    assert [r["task_id"] for r in out["tasks"] if r["status"] == "gone"] == ["only_old", "broken_now", "gone0",
+                                                                              "gone1"]
+    from pytest_agentbench.record.compare_view import render
+
+    page = render(out)
+    assert "3 more gone task(s), in before but not in after, are counted above without a row" in page
+    assert "7 gone" in page and "more gone task" not in render(whole)
+
+
 # -- through pytest ------------------------------------------------------------------------------
 MOCK = ("--bench=mock", "--bench-limit", "6")
 
@@ -163,6 +193,24 @@ def test_a_malformed_reference_run_is_a_usage_error_before_anything_runs(run, py
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--bench-compare bad.jsonl: bad.jsonl line 1 is not a result record" in result.stderr.str()
     assert not (pytester.path / "benchmark_results").exists()
+
+
+def test_a_reference_run_broken_during_the_run_fails_it_with_one_line(run, pytester):
+    """The reference run is checked at the start and read again at the end (keeping only what this
+    run's tasks need): a line broken in between is an ERROR line and exit status 1, not a crash."""
+    run(*MOCK, "--bench-run-name", "good").assert_outcomes(passed=6)
+    reference = pytester.path / "benchmark_results" / "good" / "results.jsonl"
+    pytester.makeconftest(f"""
+def pytest_runtest_teardown(item):
+    with open({str(reference)!r}, "a") as handle:
+        handle.write("{{not json\\n")
+""")
+    result = run(*MOCK, "--bench-run-name", "later", "--bench-compare", "benchmark_results/good")
+    result.assert_outcomes(passed=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert ("ERROR: --bench-compare benchmark_results/good: benchmark_results/good/results.jsonl line 7 is not JSON"
+            in result.stdout.str())
+    assert not (pytester.path / "benchmark_results" / "later" / "comparison.json").exists()
 
 
 def test_compare_with_trials_uses_the_sign_test_over_tasks(run, pytester):

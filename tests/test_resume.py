@@ -141,6 +141,22 @@ def test_resume_of_a_finished_run_plays_nothing(pytester, run):
     assert json.loads((folder / "summary.json").read_text())["statistics"]["passes"] == 3
 
 
+def test_kept_records_hold_their_keys_and_repeated_values_once(pytester, run):
+    """A resumed run holds every kept record to its end, each decoded from its line: their keys and
+    repeated values (benchmark, status, criteria) are one object each, the records unchanged."""
+    from pytest_agentbench.plugin.resume import Resume
+    from pytest_agentbench.record.runfolder import read_results
+
+    pytester.makeconftest(FLAKY.format(P={"good": 1.0}))
+    run(*ARGS, "--bench-run-name", "run")
+    folder = only_run_folder(pytester.path)
+    first, *rest = kept = Resume(folder).records()
+    assert kept == read_results(folder / "results.jsonl") and len(rest) == 2
+    for record in rest:
+        assert all(a is b for a, b in zip(record, first, strict=True))  # the same key objects
+        assert record["benchmark"] is first["benchmark"] and record["status"] is first["status"]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--bench-trials", "2"), "(--bench-trials was 3 there, 2 here)"),
     (("--bench-trial-seed", "6"), "(--bench-trial-seed was 5 there, 6 here)"),

@@ -30,6 +30,17 @@ def test_equal_record_values_are_kept_once():
     assert second == record()
 
 
+def test_a_decoded_records_keys_are_kept_once():
+    """A record read back from results.jsonl (a resumed run's) has new key strings per record:
+    ``shared`` gives it the interned ones, and shares its values as ``share`` does."""
+    shared = SharedValues()
+    line = json.dumps(record(task_id="t"))
+    first, second = (shared.shared(json.loads(line)) for _ in range(2))
+    assert first == second == record(task_id="t")
+    assert all(a is b for a, b in zip(first, second, strict=True))
+    assert second["criteria"] is first["criteria"] and second["reason"] is first["reason"]
+
+
 def test_values_equal_only_to_python_are_not_shared():
     shared = SharedValues()
     ints, floats, bools = (record(criteria=[{"score": v}]) for v in (1, 1.0, True))

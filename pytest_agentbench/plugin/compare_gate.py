@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.compare import COMPARISON_NAME, compare_records, format_p, load_run, summary_lines
+from pytest_agentbench.compare import COMPARISON_NAME, check_run, compare_records, format_p, stream_run, summary_lines
 from pytest_agentbench.plugin import reporting
 
 if TYPE_CHECKING:
@@ -21,8 +21,8 @@ class CompareGate:
     def __init__(self, config: pytest.Config, path: Path, *, alpha: float, fail: bool) -> None:
         self.config = config
         self.path = path
-        try:  # read now: a malformed reference run is a usage error before any episode plays
-            self.name, self.before = load_run(path)
+        try:  # checked now: a malformed reference run is a usage error before any episode plays
+            self.name = check_run(path)  # read again at the end, when this run's tasks are known
         except (ValueError, OSError) as exc:
             raise pytest.UsageError(f"--bench-compare {path}: {exc}") from None
         self.alpha = alpha
@@ -36,8 +36,13 @@ class CompareGate:
         comparison page (``compare-<RUN>.html``, linking each task to its row in both viewers)."""
         from pytest_agentbench.record.compare_view import run_folder_of, write_page
 
-        self.result = compare_records(self.before, records, alpha=self.alpha, before_name=self.name,
-                                      after_name=folder.name)
+        try:  # the reference run is streamed, kept only for this run's tasks (``compare_records``)
+            self.result = compare_records(stream_run(self.path), records, alpha=self.alpha, before_name=self.name,
+                                          after_name=folder.name)
+        except (ValueError, OSError) as exc:  # changed since the start of the run
+            self.message = f"ERROR: --bench-compare {self.path}: {exc}"
+            reporting.fail_session(session)
+            return
         try:
             folder.write_json(folder.path / COMPARISON_NAME, self.result)
             write_page(folder.path, self.result, run_folder_of(self.path), viewer_follows=True)
@@ -52,10 +57,10 @@ class CompareGate:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.result is None:
+        if self.result is None and self.message is None:
             return
         terminalreporter.write_line("")
-        for line in summary_lines(self.result):
+        for line in summary_lines(self.result) if self.result is not None else ():
             terminalreporter.write_line(line)
         if self.message:
             terminalreporter.write_line(self.message, red=True, bold=True)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.plugin.reporting_shared import SharedValues
 from pytest_agentbench.record.runfolder import RunFolder, read_results
 from pytest_agentbench.redact import redact
 from pytest_agentbench.untrusted import load_file
@@ -87,8 +88,11 @@ def mismatch(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
 class Resume:
     """Controller side: open RUN's folder, check it, split its records."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, shared: SharedValues | None = None) -> None:
         self.folder = RunFolder(path)
+        #: The records' repeated values and keys, kept once (``SharedValues.shared``): the kept
+        #: records of a 20,000-task run are held to its end.
+        self.shared = shared if shared is not None else SharedValues()
         self.kept: list[dict[str, Any]] = []
         self.replaced: list[dict[str, Any]] = []
         self.created_at: str | None = None
@@ -125,14 +129,20 @@ class Resume:
             raise pytest.UsageError(f"{flag}: this selection is not that run's ({problem}); "
                                     "pass the same --bench, --bench-agent, task selection, --bench-trials "
                                     "and --bench-trial-seed")
-        records: list[dict[str, Any]] = []
-        if self.folder.results_path.exists():
-            try:
-                records = read_results(self.folder.results_path)
-            except ValueError as exc:
-                raise pytest.UsageError(f"{flag}: {exc}") from None
+        try:
+            records = self.records()
+        except ValueError as exc:
+            raise pytest.UsageError(f"{flag}: {exc}") from None
         self.kept, self.replaced = split(records)
         self.created_at = old.get("created_at") if isinstance(old.get("created_at"), str) else None
+
+    def records(self) -> list[dict[str, Any]]:
+        """RUN's records (none without results.jsonl), each with its keys and repeated values kept
+        once: a decoded line's keys are new strings, and the records are held to the run's end.
+        ValueError naming the line of a malformed one."""
+        if not self.folder.results_path.exists():
+            return []
+        return read_results(self.folder.results_path, self.shared.shared)
 
     def _rewrite(self) -> None:
         """results.jsonl keeps the final records; the ones to be replayed move aside, appended
@@ -254,7 +264,7 @@ def resumed_folder(controller: Any, config: pytest.Config) -> RunFolder | None:
     settings = trial_settings(config)
     if settings.resume is None:
         return None
-    resume = Resume(settings.resume)
+    resume = Resume(settings.resume, controller.shared)
     folder = resume.open(controller.state, controller.state.manifest, settings.trials, settings.seed)
     controller.keep_records(resume.kept)
     if resume.created_at:

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pytest_agentbench.compare import STATUSES, compare_records, grep_line, load_run, page_name
+from pytest_agentbench.compare import (
+    GONE_ROWS,
+    STATUSES,
+    compare_records,
+    grep_line,
+    load_run,
+    page_name,
+    run_file,
+    stream_run,
+)
 from pytest_agentbench.files import write_atomic
 from pytest_agentbench.record.viewer_page import VIEWER_NAME, asset, csp_hash
 
@@ -63,6 +72,10 @@ def render(result: dict[str, Any], viewers: tuple[str | None, str | None] = (Non
         f"{_side_cells(r, 'before', before_viewer)}{_side_cells(r, 'after', after_viewer)}</tr>"
         for r in sorted(result["tasks"], key=lambda r: (STATUSES.index(r["status"]), r["benchmark"], r["task_id"])))
     counts = ", ".join(f"{result['counts'][s]} {s}" for s in STATUSES)
+    unlisted = result.get("unlisted_gone") or 0
+    more = (f"<p class=\"unlisted\">{_e(unlisted)} more gone task(s), in {_e(result['before_run'])} but not in "
+            f"{_e(result['after_run'])}, are counted above without a row: only the first {GONE_ROWS} tasks "
+            "that are not in it have one.</p>\n") if unlisted else ""
     css = asset("compare.css")
     title = f"{result['after_run']} vs {result['before_run']}"
     before, after = _e(result["before_run"]), _e(result["after_run"])
@@ -92,7 +105,7 @@ def render(result: dict[str, Any], viewers: tuple[str | None, str | None] = (Non
 <th rowspan="2">task</th><th colspan="3">{before}</th><th colspan="3">{after}</th></tr>
 <tr><th>passes/trials</th><th>score</th><th>reason</th><th>passes/trials</th><th>score</th><th>reason</th></tr>
 {rows}</table>
-<p>Rates and scores count outcome trials only; a task without an outcome on one side is new or gone
+{more}<p>Rates and scores count outcome trials only; a task without an outcome on one side is new or gone
 there. A task's reason is why it did not pass (its first such trial). Its passes/trials open its row in
 that run's viewer. The user guide's Statistics section gives the formulas.</p>
 </body></html>
@@ -127,9 +140,9 @@ def write_page(folder: Path, result: dict[str, Any], before_folder: Path, *, vie
 def write_compare_page(before: str | Path, after: str | Path) -> Path:
     """Compare run ``after`` with run ``before`` and write the page into ``after``'s folder
     (beside its results.jsonl when given the file). ValueError when a run cannot be read."""
-    before_name, before_records = load_run(before)
+    before_name = run_file(before)[0]
     after_name, after_records = load_run(after)
-    result = compare_records(before_records, after_records, before_name=before_name, after_name=after_name)
+    result = compare_records(stream_run(before), after_records, before_name=before_name, after_name=after_name)
     return write_page(run_folder_of(after), result, run_folder_of(before))
 
 

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -232,11 +232,20 @@ MAX_RESULTS_BYTES = 1 << 30
 def read_results(path: str | Path, keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  ) -> list[dict[str, Any]]:
     """Read results.jsonl, each record as it is or as ``keep`` makes it: a reader that needs a few
-    fields of each record (a comparison against a run of 20,000 tasks) holds only those, as the
-    file is read line by line, never whole. Raises ValueError naming the file and line of a malformed record (not
-    JSON, nested too deep, or a field of the wrong type such as ``"score": "x"``), and naming the
-    file when it cannot be read (missing, not a regular file, too big): compare, baseline and
-    resume refuse it with that one line instead of failing later on the field.
+    fields of each record holds only those, as the file is read line by line (``iter_results``),
+    never whole."""
+    records = iter_results(path)
+    return list(records) if keep is None else [keep(record) for record in records]
+
+
+def iter_results(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The records of results.jsonl, one at a time as the file is read: a reader that keeps a
+    little of each (a comparison against a run of 20,000 tasks) never holds them all. Raises
+    ValueError naming the file and line of a malformed record (not JSON, nested too deep, or a
+    field of the wrong type such as ``"score": "x"``), and naming the file when it cannot be read
+    (missing, not a regular file, too big): compare, baseline and resume refuse it with that one
+    line instead of failing later on the field. Records before a malformed one have been yielded
+    by then.
 
     A last line without its newline that is not JSON is the torn end of a write the run could
     not finish (the disk filled, the machine died): it is skipped, and every whole record before
@@ -245,7 +254,6 @@ def read_results(path: str | Path, keep: Callable[[dict[str, Any]], dict[str, An
     from pytest_agentbench.untrusted import loads, read_lines
 
     path = Path(path)
-    records = []
     try:
         for number, line in enumerate(read_lines(path, MAX_RESULTS_BYTES, errors="replace"), 1):
             if not line.strip():
@@ -261,10 +269,9 @@ def read_results(path: str | Path, keep: Callable[[dict[str, Any]], dict[str, An
             problem = record_problem(record)
             if problem is not None:
                 raise ValueError(f"{path} line {number} is not a valid result record: {problem}")
-            records.append(record if keep is None else keep(record))
+            yield record
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return records
 
 
 def _cut_torn_tail(fd: int, chunk: int = 1 << 16) -> None:
