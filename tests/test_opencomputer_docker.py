@@ -90,6 +90,15 @@ def plugin_run(checkout: Path, image: str, cwd: Path, task_ids: list[str], *args
     return bench_records(argv, cwd, task_ids, 1500, env=env)
 
 
+def same_verdicts(tasks: list[str], expected: dict[str, Any], ours: dict[str, dict[str, Any]]) -> None:
+    """Each task graded without error on both sides, check for check, with the same reward."""
+    for task_id in tasks:
+        ref, record = expected[task_id], ours[task_id]
+        assert "error" not in ref and record["error"] is None, (task_id, ref, record["error"])
+        assert [bool(c["passed"]) for c in record["criteria"]] == ref["checks"], (task_id, record["reason"])
+        assert record["score"] == round(ref["passed"] / ref["total"], 4), task_id
+
+
 def test_start_states_graded_in_containers_match_opencomputers_own_runs(setup: tuple[Path, str],
                                                                        tmp_path: Path) -> None:
     checkout, image = setup
@@ -372,11 +381,7 @@ def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: 
     _, err = reference.communicate(timeout=1500)
     assert reference.returncode == 0, err[-3000:]
     expected = json.loads(out.read_text())
-    for task_id in tasks:
-        ref, record = expected[task_id], ours[task_id]
-        assert "error" not in ref and record["error"] is None, (task_id, ref, record["error"])
-        assert [bool(c["passed"]) for c in record["criteria"]] == ref["checks"], (task_id, record["reason"])
-        assert record["score"] == round(ref["passed"] / ref["total"], 4), task_id
+    same_verdicts(tasks, expected, ours)
     assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
     assert ours["gedit_sort_lines_manually"]["score"] == 1.0  # the start state passes 4 of 10
     assert not _ours(run), _ours(run)
@@ -394,4 +399,41 @@ def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], 
     records = plugin_run(checkout, image, tmp_path, [TASK], f"--bench-replay-bundles={tmp_path / 'bundles'}",
                          agent="replay", run=run)
     assert (records[TASK]["passed"], records[TASK]["score"]) == (True, 1.0), records[TASK]["reason"]
+    assert not _ours(run), _ours(run)
+
+
+def test_whole_home_snapshots_graded_in_containers_match_opencomputers_own_runs(setup: tuple[Path, str],
+                                                                                tmp_path: Path) -> None:
+    """The reference solves two tasks in its container and hands over each whole home as a tar;
+    laid as end states (one as the tar, one as a folder holding .snapshot), they grade the same. The
+    pcmanfm task is solved by deleting files: a snapshot lacks them, so the home must be emptied
+    before it is laid, or the start state's files would stay and fail the checks."""
+    import tarfile
+
+    checkout, image = setup
+    solve = {"pcmanfm_cleanup_temp_files": "cd /home/user && rm -f " + " ".join(PCMANFM_REMOVED),
+             "gedit_sort_lines_manually": "echo " + base64.b64encode(SORTED_FRUITS.encode()).decode()
+             + " | base64 -d > /home/user/Documents/fruits.txt"}
+    (tmp_path / "solve.json").write_text(json.dumps(solve))
+    homes, ends = tmp_path / "homes", tmp_path / "ends"
+    homes.mkdir()
+    ends.mkdir()
+    tasks = sorted(solve)
+    out = tmp_path / "reference.json"
+    reference = subprocess.run([sys.executable, "-I", str(REFERENCE), str(checkout), image, str(out), "--solve",
+                                str(tmp_path / "solve.json"), "--homes", str(homes), *tasks],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1500, check=False)
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    (homes / "gedit_sort_lines_manually.tar").rename(ends / "gedit_sort_lines_manually.tar")
+    folder = ends / "pcmanfm_cleanup_temp_files"
+    with tarfile.open(homes / "pcmanfm_cleanup_temp_files.tar") as tar:
+        tar.extractall(folder, filter="tar")
+    (folder / ".snapshot").write_text("")
+    assert not any((folder / rel).exists() for rel in PCMANFM_REMOVED)
+    run = _run_id(tmp_path)
+    ours = plugin_run(checkout, image, tmp_path, tasks, f"--opencomputer-end-state={ends}", run=run)
+    expected = json.loads(out.read_text())
+    same_verdicts(tasks, expected, ours)
+    assert ours["gedit_sort_lines_manually"]["score"] == 1.0
+    assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
     assert not _ours(run), _ours(run)

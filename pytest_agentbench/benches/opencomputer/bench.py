@@ -451,7 +451,6 @@ class OpenComputerBenchmark(Benchmark):
         self._skip = self._image_lacks(task.domain)
         if self._skip is not None:
             return Observation(app_name=task.domain)
-        from pytest_agentbench.benches.opencomputer import environment
 
         end_state = None
         if self.end_state_dir is not None:
@@ -459,19 +458,12 @@ class OpenComputerBenchmark(Benchmark):
             if end_state is None:
                 return Observation(app_name=task.domain)
             end_state = end_state.resolve()
-            if end_state.is_file() or (end_state / environment.SNAPSHOT_MARKER).exists():
-                raise InfrastructureError(f"end state {end_state}: only overlay folders (with an optional .deleted "
-                                          "list) are laid in containers yet, not whole-home snapshots")
         self._app = task.domain
         self.container = ContainerSession(self.checkout, self.tasks_dir, self.docker, run_id(), self.docker_host)
         try:
             self.container.create(task.raw_config)
             if end_state is not None:
-                try:
-                    removals = [str(rel) for rel in environment.deleted_paths(end_state)]
-                except environment.EndStateError as exc:
-                    raise InfrastructureError(f"end state {exc}") from None
-                self.last_removed = self.container.lay_overlay(end_state, removals)
+                self.last_removed = self._lay_in_container(end_state)
             png = self.container.screenshot()
         except ContainerError as exc:
             raise InfrastructureError(str(exc)) from None
@@ -479,6 +471,24 @@ class OpenComputerBenchmark(Benchmark):
         return Observation(screenshot=png, app_name=task.domain, viewport=self.screen_size,
                            raw={"container": self.container.container_id,
                                 "create_seconds": self.container.create_seconds})
+
+    def _lay_in_container(self, end_state: Path) -> list[str]:
+        """An end state in the container's home, as :func:`environment.lay_end_state` lays it in a
+        sandbox: an overlay and its ``.deleted`` paths, or a whole-home snapshot (the home emptied,
+        then the snapshot laid; a tar is first extracted on the host by the sandbox's rules)."""
+        from pytest_agentbench.benches.opencomputer import environment
+
+        assert self.container is not None
+        try:
+            if environment.is_snapshot(end_state):
+                with environment.snapshot_tree(end_state) as folder:
+                    self.container.empty_home()
+                    self.container.lay_overlay(folder, [])
+                return []
+            removals = [str(rel) for rel in environment.deleted_paths(end_state)]
+        except environment.EndStateError as exc:
+            raise InfrastructureError(f"end state {exc}") from None
+        return self.container.lay_overlay(end_state, removals)
 
     def reset(self, task: Task) -> Observation:
         try:

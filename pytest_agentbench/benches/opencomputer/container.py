@@ -291,6 +291,15 @@ class ContainerSession:
             raise ContainerError(f"OpenComputer's verify_task in the container failed: {_why(done)}")
         return answer
 
+    def empty_home(self) -> None:
+        """Remove everything in the container's ``/home/user`` (before a whole-home snapshot)."""
+        if self.container_id is None:
+            raise ContainerError("no container to lay the end state in")
+        done = docker("exec", "--user", "root", self.container_id, "find", "/home/user", "-mindepth", "1",
+                      "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+", timeout=120, env=self.env)
+        if done.returncode != 0:
+            raise ContainerError(f"the container's /home/user could not be emptied: {_why(done)}")
+
     def lay_overlay(self, folder: Path, removals: list[str]) -> list[str]:
         """Lay an end-state folder over the container's ``/home/user`` (as its user; symlinks are
         copied as symlinks, never read here), then remove ``removals`` (paths relative to the home);

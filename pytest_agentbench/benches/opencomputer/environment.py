@@ -18,6 +18,10 @@ infrastructure error naming the file (the reference continues without it), and a
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -147,19 +151,45 @@ def _member_parts(name: str) -> list[str] | None:
 
 
 def _extract(tar_path: Path, sandbox: Sandbox) -> None:
-    """Extract a tar snapshot into the sandbox's home, by :func:`safefs.extract_tar` (member by
-    member through no-follow, descriptor-relative writes, each file given the sandbox's user)."""
+    """Extract a tar snapshot into the sandbox's home (see :func:`extract_snapshot`)."""
+    extract_snapshot(tar_path, sandbox.home, sandbox.owner)
+
+
+def extract_snapshot(tar_path: Path, home: Path, owner: tuple[int, int] | None = None) -> None:
+    """Extract a tar snapshot into ``home``, by :func:`safefs.extract_tar` (member by member through
+    no-follow, descriptor-relative writes, each file given ``owner``)."""
     import tarfile
 
     from pytest_agentbench.infra import safefs
 
     try:
-        safefs.extract_tar(tar_path, sandbox.home, name_of=_member_parts, owner=sandbox.owner, home=HOME,
+        safefs.extract_tar(tar_path, home, name_of=_member_parts, owner=owner, home=HOME,
                            max_members=MAX_TAR_MEMBERS, max_bytes=MAX_TAR_BYTES)
     except safefs.UnsafeEntry as exc:
         raise EndStateError(str(exc)) from None
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise EndStateError(f"{tar_path}: not a usable tar snapshot of {HOME}: {exc}") from None
+
+
+def is_snapshot(end_state: Path) -> bool:
+    """A whole-home snapshot (a tar, or a folder holding ``.snapshot``), not an overlay."""
+    return end_state.is_file() or (end_state / SNAPSHOT_MARKER).exists()
+
+
+@contextlib.contextmanager
+def snapshot_tree(end_state: Path) -> Iterator[Path]:
+    """A snapshot as a folder: the folder itself, or a tar extracted (by the same rules as into a
+    sandbox) into a temporary folder that is removed afterwards. For a container's home, which is
+    laid from a folder."""
+    if not end_state.is_file():
+        yield end_state
+        return
+    folder = Path(tempfile.mkdtemp(prefix="agentbench-snapshot-"))
+    try:
+        extract_snapshot(end_state, folder)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def deleted_paths(folder: Path) -> list[PurePosixPath]:

@@ -2,11 +2,12 @@
 pytest-agentbench: ``setup_sandbox_session`` with its Docker backend, the app's ``auto_save_app``
 (when it has a save shortcut), then ``verify_task``; the container is killed after each task.
 
-    python docker_reference.py CHECKOUT IMAGE OUT.json [--solve SOLVE.json] TASK_ID...
+    python docker_reference.py CHECKOUT IMAGE OUT.json [--solve SOLVE.json] [--homes DIR] TASK_ID...
 
 ``--solve`` names a JSON file mapping task ids to a bash script: run in the container after setup
 (``sandbox.commands.run``), as the agent's work; such a task is graded without the auto-save (its
-files are already written, as an end state's are).
+files are already written, as an end state's are). ``--homes DIR``: each solved task's whole
+``/home/user`` right after its script, as ``DIR/<task id>.tar`` (a whole-home snapshot).
 
 OUT.json maps each task id to ``{"passed", "total", "checks": [bool...], "setup_seconds"}`` or
 ``{"error": "..."}``. LLM-judged checks are answered "failed" (no judge configured), as the plugin
@@ -24,9 +25,13 @@ def main() -> None:
     checkout, image, out = sys.argv[1:4]
     tasks = sys.argv[4:]
     solve: dict[str, str] = {}
-    if tasks[:1] == ["--solve"]:
-        with open(tasks[1]) as handle:
-            solve = json.load(handle)
+    homes = None
+    while tasks[:1] in (["--solve"], ["--homes"]):
+        if tasks[0] == "--solve":
+            with open(tasks[1]) as handle:
+                solve = json.load(handle)
+        else:
+            homes = tasks[1]
         tasks = tasks[2:]
     sys.path.insert(0, checkout)
     from evaluation.apps.registry import get_app_spec
@@ -51,6 +56,10 @@ def main() -> None:
             spec = get_app_spec(task["app"])
             if task_id in solve:
                 session.sandbox.commands.run(solve[task_id], timeout=60)
+                if homes is not None:
+                    session.sandbox.commands.run("tar -C /home/user -cf /tmp/home.tar .", timeout=120)
+                    with open(f"{homes}/{task_id}.tar", "wb") as handle:
+                        handle.write(session.sandbox.files.read("/tmp/home.tar", format="bytes"))
             elif spec.save_shortcut:
                 auto_save_app(session.sandbox, task["app"], spec.save_shortcut, save_window_name=spec.save_window_name)
             passed, total, details = verification.verify_task(session.sandbox, task["app"], task["verification"])
