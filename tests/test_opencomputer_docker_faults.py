@@ -1,4 +1,5 @@
-"""A crashed xdist worker under ``--opencomputer-backend docker``: its item's container goes with it.
+"""Faults under ``--opencomputer-backend docker``: an image without the desktop stack, a crashed
+xdist worker (its item's container goes with it).
 
 The container's maker (``docker_worker.py``, its own session) reads its requests from the xdist
 worker's pipe; when the worker is SIGKILLed mid-item the pipe closes and the maker removes the
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
 from test_opencomputer_docker import _docker, _ours, plugin_run, setup  # noqa: F401 - setup is a fixture
 
 PID_LABEL = "gui-synth-env.meta.pid"
@@ -57,3 +61,23 @@ def test_a_killed_xdist_worker_leaves_no_container(setup: tuple[Path, str], tmp_
     while _ours(uid) and time.monotonic() < deadline:
         time.sleep(1)
     assert not _ours(uid), _ours(uid)  # without the reaper
+
+
+def test_an_image_without_the_desktop_stack_is_a_usage_error(setup: tuple[Path, str],  # noqa: F811
+                                                             tmp_path: Path) -> None:
+    """The test image's Debian base (no entrypoint, no desktop) stands for any image that is not
+    OpenComputer's: one usage line at start, no container made."""
+    checkout, _ = setup
+    bases = _docker("images", "agentbench-debian-minbase", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    if not bases:
+        pytest.skip("the test image's base is not on this daemon (it was built elsewhere)")
+    run = f"plain-{os.getpid()}"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bench=opencomputer",
+                           f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker",
+                           f"--opencomputer-image={bases[0]}", "--bench-task=gedit_reformat_json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "AGENTBENCH_RUN_ID": run})
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:] + done.stderr[-2000:]
+    said = f"ERROR: --opencomputer-backend docker: Docker image '{bases[0]}' is not an OpenComputer desktop image"
+    assert said + " (its entrypoint is" in done.stderr, done.stderr
+    assert not _ours(run)
