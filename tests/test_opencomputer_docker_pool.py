@@ -41,8 +41,8 @@ class Host:
         self.address = "127.0.0.1"
         self.host_pub = ""
 
-    def url(self, socket_path: str = "") -> str:
-        return f"ssh://{os.environ.get('USER') or 'root'}@127.0.0.1:{self.port}{socket_path}"
+    def url(self, socket_path: str = "", name: str = "127.0.0.1") -> str:
+        return f"ssh://{os.environ.get('USER') or 'root'}@{name}:{self.port}{socket_path}"
 
     def args(self) -> list[str]:
         return [f"--pool-ssh-key={self.key}", f"--pool-ssh-known-hosts={self.known_hosts}"]
@@ -61,7 +61,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
     (root / "authorized_keys").write_text(keygen(root / "user_ed25519") + "\n")
     proc, port, log = start_sshd(root)
     host = Host(root, port)
-    host.known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    host.known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub}\n[localhost]:{port} {host_pub}\n")
     host.host_pub = host_pub
     try:
         yield host
@@ -208,12 +208,14 @@ def _socket_path() -> str:
     return local[len("unix://"):] if local.startswith("unix://") else ""
 
 
-def test_items_run_on_the_leased_host_over_ssh(setup: tuple[Path, str], sshd: Host,  # noqa: F811
-                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_items_run_on_the_leased_hosts_over_ssh(setup: tuple[Path, str], sshd: Host,  # noqa: F811
+                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers, two hosts (the same sshd under two names): each worker's containers are made,
+    played, graded and removed over its own host's ssh transport."""
     checkout, image = setup
-    tasks = ["gedit_reformat_json", "pcmanfm_permission_lockdown"]
-    run = f"pool-{os.getpid()}-{tmp_path.name}"[:60]
-    url = sshd.url(_socket_path())
+    tasks = ["gedit_reformat_json", "pcmanfm_permission_lockdown", "gedit_log_filter_errors"]
+    uid = f"pool{os.getpid()}{tmp_path.name}".replace("_", "")[:16]
+    urls = [sshd.url(_socket_path()), sshd.url(_socket_path(), name="localhost")]
     seen: list[list[str]] = []
     stop_watch = threading.Event()
     real = dict(os.environ)  # the watcher asks the daemon directly, the run only through ssh
@@ -221,7 +223,7 @@ def test_items_run_on_the_leased_host_over_ssh(setup: tuple[Path, str], sshd: Ho
     def watch() -> None:
         while not stop_watch.is_set():
             done = subprocess.run(["docker", "ps", "-q", "--filter",
-                                   f"label=gui-synth-env.meta.run_id=agentbench-{run}"],
+                                   f"label=gui-synth-env.meta.run_id=agentbench-{uid}"],
                                   capture_output=True, text=True, timeout=60, check=False, env=real)
             seen.append(done.stdout.split())
             time.sleep(0.5)
@@ -230,8 +232,8 @@ def test_items_run_on_the_leased_host_over_ssh(setup: tuple[Path, str], sshd: Ho
     watcher.start()
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # only the pool reaches a daemon
     try:
-        records = plugin_run(checkout, image, tmp_path, tasks, "--pool=docker", f"--pool-hosts={url}", *sshd.args(),
-                             run=run)
+        records = plugin_run(checkout, image, tmp_path, tasks, "-n", "2", f"--testrunuid={uid}", "--pool=docker",
+                             f"--pool-hosts={','.join(urls)}", *sshd.args())
     finally:
         stop_watch.set()
         watcher.join()
@@ -240,9 +242,10 @@ def test_items_run_on_the_leased_host_over_ssh(setup: tuple[Path, str], sshd: Ho
         record = records[task_id]
         assert record["error"] is None, (task_id, record["error"], record.get("reason"))
         assert record["criteria"], record  # graded by verify_task in the container
-    assert max(len(names) for names in seen) == 1, seen  # one process, one host, one container at a time
-    assert not _ours(run), _ours(run)
-    assert list((tmp_path / "tmp").iterdir()) == []  # the ssh wrapper's folder is gone
+    assert {record["worker"] for record in records.values()} == {"gw0", "gw1"}
+    assert 1 <= max(len(ids) for ids in seen) <= 2, seen  # one container per worker at a time
+    assert not _ours(uid), _ours(uid)
+    assert not list((tmp_path / "tmp").glob("agentbench-*")), list((tmp_path / "tmp").iterdir())
 
 
 def test_the_reaper_cleans_each_pool_host(setup: tuple[Path, str], sshd: Host, tmp_path: Path) -> None:  # noqa: F811
