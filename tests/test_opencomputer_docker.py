@@ -28,11 +28,12 @@ from interop import bench_records, unavailable
 REFERENCE = Path(__file__).parent / "data" / "opencomputer" / "docker_reference.py"
 IMAGE_VAR = "AGENTBENCH_OPENCOMPUTER_IMAGE"
 RUN_LABEL = "gui-synth-env.meta.run_id"
-#: Tasks of the test image's apps whose start states give mixed verdicts (and two Calc tasks).
+#: Tasks of the test image's apps whose start states give mixed verdicts (and two Calc tasks; the
+#: Inkscape ones pass their file-exists check and fail the edits).
 TASKS = ["gedit_delete_comment_lines", "gedit_reformat_json", "gedit_disable_autosave_font_change",
          "gedit_sort_lines_manually", "gedit_log_filter_errors", "pcmanfm_cleanup_temp_files",
          "pcmanfm_permission_lockdown", "pcmanfm_dedupe_and_consolidate", "calc_inventory_sort_filter",
-         "calc_pref_default_sheets_and_save_format"]
+         "calc_pref_default_sheets_and_save_format", "inkscape_edit_svg_styles", "inkscape_page_resize_to_a4_portrait"]
 
 
 def _docker(*args: str) -> subprocess.CompletedProcess[str]:
@@ -335,7 +336,7 @@ def test_the_test_image_needs_an_opencomputer_checkout(tmp_path: Path, capsys: p
     assert "unknown app 'gimp'" in capsys.readouterr().err
 
 
-#: solved states in two apps: the reference runs the script in the container after setup; the
+#: solved states in three apps: the reference runs the script in the container after setup; the
 #: plugin lays the same result as an overlay folder (``.deleted`` for removals)
 PCMANFM_REMOVED = ["Documents/project/cache.tmp", "Documents/project/old_config.bak", "Documents/project/debug.log",
                    "Documents/project/session.tmp", "Documents/project/error.log"]
@@ -348,8 +349,16 @@ def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: 
     ends = tmp_path / "ends"
     data = json.loads((checkout / "task_generator/tasks/gedit_reformat_json/env/data.json").read_text())
     reformatted = json.dumps(data, indent=2) + "\n"
+    drawing = (checkout / "task_generator/tasks/inkscape_edit_svg_styles/env/drawing.svg").read_text()
+    restyled = drawing.replace('id="rect1" x="100" y="100" width="200" height="150" style="fill:#000000',
+                               'id="rect1" x="100" y="100" width="200" height="150" style="fill:#ff0000')
+    restyled = restyled.replace('id="circle1" cx="500" cy="300" r="80" style="fill:#000000',
+                                'id="circle1" cx="500" cy="300" r="80" style="fill:#0000ff')
+    restyled = restyled.replace("</svg>", '  <text id="text1" x="100" y="500">Styled Shapes</text>\n</svg>')
+    assert restyled.count("#ff0000") == restyled.count("#0000ff") == 1, restyled  # the env file is OpenComputer's
     overlays = {"gedit_reformat_json": {"Documents/data.json": reformatted},
-                "gedit_sort_lines_manually": {"Documents/fruits.txt": SORTED_FRUITS}}
+                "gedit_sort_lines_manually": {"Documents/fruits.txt": SORTED_FRUITS},
+                "inkscape_edit_svg_styles": {"Documents/drawing.svg": restyled}}
     solve = {"pcmanfm_cleanup_temp_files": "cd /home/user && rm -f " + " ".join(PCMANFM_REMOVED)}
     (ends / "pcmanfm_cleanup_temp_files").mkdir(parents=True)
     (ends / "pcmanfm_cleanup_temp_files" / ".deleted").write_text("\n".join(PCMANFM_REMOVED) + "\n")
@@ -379,6 +388,7 @@ def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: 
         assert record["score"] == round(ref["passed"] / ref["total"], 4), task_id
     assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
     assert ours["gedit_sort_lines_manually"]["score"] == 1.0  # the start state passes 4 of 10
+    assert ours["inkscape_edit_svg_styles"]["score"] == 1.0  # the start state passes 1 of 4
     assert not _ours(run), _ours(run)
 
 
@@ -395,3 +405,4 @@ def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], 
                          agent="replay", run=run)
     assert (records[TASK]["passed"], records[TASK]["score"]) == (True, 1.0), records[TASK]["reason"]
     assert not _ours(run), _ours(run)
+
