@@ -406,3 +406,71 @@ def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], 
     assert (records[TASK]["passed"], records[TASK]["score"]) == (True, 1.0), records[TASK]["reason"]
     assert not _ours(run), _ours(run)
 
+
+class _Lifetimes:
+    """The run's containers' start and stop times as the daemon announces them, watched live
+    (``docker events`` keeps only its last 256 events, fewer than one item's exec calls make)."""
+
+    def __init__(self, run: str) -> None:
+        self._proc = subprocess.Popen(
+            ["docker", "events", "--filter", "type=container", "--filter", "event=start", "--filter", "event=die",
+             "--filter", f"label={RUN_LABEL}=agentbench-{run}", "--format", "{{json .}}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stop(self) -> dict[str, tuple[float, float | None]]:
+        """The containers by id: (start, die) in seconds; die is None for one that never stopped."""
+        import time
+
+        time.sleep(1)  # the last die event reaches the stream
+        self._proc.terminate()
+        out, err = self._proc.communicate(timeout=30)
+        starts: dict[str, float] = {}
+        dies: dict[str, float] = {}
+        for line in out.splitlines():
+            event = json.loads(line)
+            (starts if event["Action"] == "start" else dies).setdefault(event["id"], int(event["timeNano"]) / 1e9)
+        assert starts or not err, err
+        return {cid: (start, dies.get(cid)) for cid, start in starts.items()}
+
+
+def _most_at_once(lifetimes: dict[str, tuple[float, float | None]]) -> int:
+    edges = sorted([(start, 1) for start, _ in lifetimes.values()] +
+                   [(die, -1) for _, die in lifetimes.values() if die is not None])
+    most = running = 0
+    for _, step in edges:  # a stop before a start at the same instant (-1 sorts first)
+        running += step
+        most = max(most, running)
+    return most
+
+
+#: cheap tasks (gedit and pcmanfm start in seconds; noop agent, start states)
+CHEAP = ["gedit_reformat_json", "gedit_log_filter_errors", "gedit_sort_lines_manually", "gedit_delete_comment_lines",
+         "pcmanfm_permission_lockdown", "pcmanfm_cleanup_temp_files", "pcmanfm_dedupe_and_consolidate",
+         "gedit_disable_autosave_font_change"]
+
+
+def test_four_workers_keep_four_containers_up_and_leave_none(setup: tuple[Path, str], tmp_path: Path) -> None:
+    """``-n 4`` over 8 items: the daemon's own start and stop times of the run's containers show 4
+    up at once, never more, one container per item, every one stopped and none left."""
+    checkout, image = setup
+    run = _run_id(tmp_path)
+    watch = _Lifetimes(run)
+    try:
+        records = plugin_run(checkout, image, tmp_path, CHEAP, "-n", "4", run=run)
+    finally:
+        lifetimes = watch.stop()
+    assert all(record["error"] is None for record in records.values()), records
+    assert {record["worker"] for record in records.values()} == {"gw0", "gw1", "gw2", "gw3"}
+    assert len(lifetimes) == len(CHEAP), lifetimes
+    assert all(die is not None for _, die in lifetimes.values()), lifetimes
+    assert _most_at_once(lifetimes) == 4, lifetimes
+    assert not _ours(run), _ours(run)
+    assert list((tmp_path / "tmp").glob("agentbench-oc-tasks-*")) == []  # every item's worker removed its folder
+
+
+def test_most_at_once_counts_overlapping_lifetimes() -> None:
+    """Anywhere: the overlap count the scale test relies on."""
+    assert _most_at_once({"a": (0, 10), "b": (1, 2), "c": (2, 5), "d": (3, None)}) == 3
+    assert _most_at_once({"a": (0, 1), "b": (1, 2)}) == 1
+    assert _most_at_once({}) == 0
+
