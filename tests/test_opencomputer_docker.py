@@ -474,3 +474,69 @@ def test_most_at_once_counts_overlapping_lifetimes() -> None:
     assert _most_at_once({"a": (0, 1), "b": (1, 2)}) == 1
     assert _most_at_once({}) == 0
 
+
+def _in_session(sid: int) -> list[str]:
+    """The processes of session ``sid`` still alive (Linux /proc): "pid command" lines."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session
+        if int(fields[3]) == sid and fields[0] != "Z":
+            alive.append(f"{stat.parent.name} {text[text.index('(') + 1:text.rindex(')')]}")
+    return alive
+
+
+@pytest.mark.parametrize("to", ["controller", "group"])
+def test_a_run_interrupted_twice_leaves_no_container(setup: tuple[Path, str], tmp_path: Path, to: str) -> None:
+    """Two SIGINTs to a ``-n 2`` run while both workers' containers are up (an impatient Ctrl-C,
+    Ctrl-C), sent to the pytest controller alone or, as a terminal does, to its whole process group
+    (the xdist workers too): the containers go without the reaper, and the reaper then finds none
+    of the run's."""
+    import signal
+    import time
+
+    checkout, image = setup
+    run = _run_id(tmp_path)
+    (tmp_path / "tmp").mkdir()
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
+            f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker", f"--opencomputer-image={image}",
+            "--bench-agent=noop", "-n", "2", *(f"--bench-task={task}" for task in CHEAP[:4])]
+    env = {key: value for key, value in os.environ.items() if key != "PYTEST_XDIST_TESTRUNUID"}
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**env, "AGENTBENCH_RUN_ID": run, "TMPDIR": str(tmp_path / "tmp")},
+                            start_new_session=True)  # its own process group, as a terminal's job
+    interrupt = proc.send_signal if to == "controller" else lambda sig: os.killpg(proc.pid, sig)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_ours(run)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+        assert len(_ours(run)) == 2, ("two containers never were up at once", _ours(run))
+        interrupt(signal.SIGINT)
+        time.sleep(0.5)
+        interrupt(signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    # interrupted; or killed by the second SIGINT when it lands in xdist's teardown
+    assert proc.returncode in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT), out[-3000:]
+    at_exit, exited = _ours(run), time.monotonic()
+    deadline = exited + 90  # the items' workers remove their containers as they exit
+    while (_ours(run) or _in_session(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    left = _ours(run)
+    print(f"exit {proc.returncode}; the run's containers at its exit: {len(at_exit)}, "
+          f"{time.monotonic() - exited:.1f} s later: {left}")
+    assert _in_session(proc.pid) == [], _in_session(proc.pid)  # no xdist worker outlives the run
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-reap",
+                           "--opencomputer-backend=docker", f"--agentbench-reap-run={run}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not _ours(run), _ours(run)
+    assert left == [], left  # nothing was left for the reaper
+    assert "removed 0 container(s)" in done.stdout, done.stdout
+    assert list((tmp_path / "tmp").glob("agentbench-oc-tasks-*")) == []  # the items' workers exited
