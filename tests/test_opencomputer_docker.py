@@ -397,8 +397,9 @@ def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], 
 
     checkout, image = setup
     (tmp_path / "bundles" / TASK).mkdir(parents=True)
-    # a longer first wait: under load the new window may not take keys 2 s after it is ready
-    workflow = {"steps": [{"action": "wait", "seconds": 8}, *WORKFLOW["steps"][1:]]}
+    # a longer first wait: under load the new window may not take keys 2 s after it is ready (8 s
+    # lost them once while the -n 4 test's four desktops ran beside it on 2 cores)
+    workflow = {"steps": [{"action": "wait", "seconds": 15}, *WORKFLOW["steps"][1:]]}
     (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(workflow, indent=1))
     run = _run_id(tmp_path)
     records = plugin_run(checkout, image, tmp_path, [TASK], f"--bench-replay-bundles={tmp_path / 'bundles'}",
