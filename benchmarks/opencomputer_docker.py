@@ -9,7 +9,9 @@ It measures, and asserts nothing:
    (``tests/data/opencomputer/docker_reference.py``: setup, auto-save, ``verify_task``, kill; one
    process) against a plugin run over the same tasks at ``-n 0`` with the noop agent; the ratio
    per item;
-3. ``throughput``: the plugin run's tasks per minute at each ``--workers`` count.
+3. ``throughput``: the plugin run's items per minute over the same tasks at each ``--workers``
+   count (``-n N``), and its ratio to the first count's (``-n 1`` by default): how far N containers
+   at once scale on this machine.
 
     python benchmarks/opencomputer_docker.py [CHECKOUT] [--image IMAGE] [--tasks a,b,...]
                                              [--workers 1,2,4] [--json PATH]
@@ -34,7 +36,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "data" / "opencomputer" / "docker_reference.py"
-DEFAULT_TASKS = "gedit_reformat_json,gedit_log_filter_errors,pcmanfm_permission_lockdown,pcmanfm_cleanup_temp_files"
+#: gedit and pcmanfm start in seconds: 8 items give every worker of -n 4 two
+DEFAULT_TASKS = ("gedit_reformat_json,gedit_log_filter_errors,gedit_sort_lines_manually,gedit_delete_comment_lines,"
+                 "pcmanfm_permission_lockdown,pcmanfm_cleanup_temp_files,pcmanfm_dedupe_and_consolidate,"
+                 "gedit_disable_autosave_font_change")
 
 
 def start_times(checkout: Path, image: str, tasks: list[str]) -> list[float]:
@@ -99,14 +104,19 @@ def main() -> None:
     print(f"overhead: OpenComputer's own sequence {reference:.1f} s, the plugin at -n 0 {ours:.1f} s over "
           f"{len(tasks)} tasks: ratio {ours / reference:.3f} ({(ours - reference) / len(tasks):+.1f} s per item, "
           "pytest start-up included)")
-    throughput = {}
+    throughput: dict[int, float] = {}
     for workers in (int(n) for n in args.workers.split(",") if n):
         wall = plugin_wall(checkout, args.image, tasks, workers)
         throughput[workers] = len(tasks) / wall * 60
-        print(f"throughput: -n {workers}: {len(tasks)} tasks in {wall:.1f} s, {throughput[workers]:.2f} tasks/min")
+        first = next(iter(throughput))
+        print(f"throughput: -n {workers}: {len(tasks)} items in {wall:.1f} s, {throughput[workers]:.2f} items/min, "
+              f"{throughput[workers] / throughput[first]:.2f}x -n {first}")
     if args.json:
+        first = next(iter(throughput), None)
+        ratios = {n: rate / throughput[first] for n, rate in throughput.items()} if first is not None else {}
         args.json.write_text(json.dumps({"tasks": tasks, "start_seconds": starts, "reference_wall": reference,
-                                         "plugin_wall": ours, "throughput_per_min": throughput}, indent=1))
+                                         "plugin_wall": ours, "throughput_per_min": throughput,
+                                         "throughput_ratio": ratios}, indent=1))
 
 
 if __name__ == "__main__":

@@ -28,11 +28,12 @@ from interop import bench_records, unavailable
 REFERENCE = Path(__file__).parent / "data" / "opencomputer" / "docker_reference.py"
 IMAGE_VAR = "AGENTBENCH_OPENCOMPUTER_IMAGE"
 RUN_LABEL = "gui-synth-env.meta.run_id"
-#: Tasks of the test image's apps whose start states give mixed verdicts (and two Calc tasks).
+#: Tasks of the test image's apps whose start states give mixed verdicts (and two Calc tasks; the
+#: Inkscape ones pass their file-exists check and fail the edits).
 TASKS = ["gedit_delete_comment_lines", "gedit_reformat_json", "gedit_disable_autosave_font_change",
          "gedit_sort_lines_manually", "gedit_log_filter_errors", "pcmanfm_cleanup_temp_files",
          "pcmanfm_permission_lockdown", "pcmanfm_dedupe_and_consolidate", "calc_inventory_sort_filter",
-         "calc_pref_default_sheets_and_save_format"]
+         "calc_pref_default_sheets_and_save_format", "inkscape_edit_svg_styles", "inkscape_page_resize_to_a4_portrait"]
 
 
 def _docker(*args: str) -> subprocess.CompletedProcess[str]:
@@ -344,7 +345,7 @@ def test_the_test_image_needs_an_opencomputer_checkout(tmp_path: Path, capsys: p
     assert "unknown app 'gimp'" in capsys.readouterr().err
 
 
-#: solved states in two apps: the reference runs the script in the container after setup; the
+#: solved states in three apps: the reference runs the script in the container after setup; the
 #: plugin lays the same result as an overlay folder (``.deleted`` for removals)
 PCMANFM_REMOVED = ["Documents/project/cache.tmp", "Documents/project/old_config.bak", "Documents/project/debug.log",
                    "Documents/project/session.tmp", "Documents/project/error.log"]
@@ -357,8 +358,16 @@ def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: 
     ends = tmp_path / "ends"
     data = json.loads((checkout / "task_generator/tasks/gedit_reformat_json/env/data.json").read_text())
     reformatted = json.dumps(data, indent=2) + "\n"
+    drawing = (checkout / "task_generator/tasks/inkscape_edit_svg_styles/env/drawing.svg").read_text()
+    restyled = drawing.replace('id="rect1" x="100" y="100" width="200" height="150" style="fill:#000000',
+                               'id="rect1" x="100" y="100" width="200" height="150" style="fill:#ff0000')
+    restyled = restyled.replace('id="circle1" cx="500" cy="300" r="80" style="fill:#000000',
+                                'id="circle1" cx="500" cy="300" r="80" style="fill:#0000ff')
+    restyled = restyled.replace("</svg>", '  <text id="text1" x="100" y="500">Styled Shapes</text>\n</svg>')
+    assert restyled.count("#ff0000") == restyled.count("#0000ff") == 1, restyled  # the env file is OpenComputer's
     overlays = {"gedit_reformat_json": {"Documents/data.json": reformatted},
-                "gedit_sort_lines_manually": {"Documents/fruits.txt": SORTED_FRUITS}}
+                "gedit_sort_lines_manually": {"Documents/fruits.txt": SORTED_FRUITS},
+                "inkscape_edit_svg_styles": {"Documents/drawing.svg": restyled}}
     solve = {"pcmanfm_cleanup_temp_files": "cd /home/user && rm -f " + " ".join(PCMANFM_REMOVED)}
     (ends / "pcmanfm_cleanup_temp_files").mkdir(parents=True)
     (ends / "pcmanfm_cleanup_temp_files" / ".deleted").write_text("\n".join(PCMANFM_REMOVED) + "\n")
@@ -384,6 +393,7 @@ def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: 
     same_verdicts(tasks, expected, ours)
     assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
     assert ours["gedit_sort_lines_manually"]["score"] == 1.0  # the start state passes 4 of 10
+    assert ours["inkscape_edit_svg_styles"]["score"] == 1.0  # the start state passes 1 of 4
     assert not _ours(run), _ours(run)
 
 
@@ -392,8 +402,9 @@ def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], 
 
     checkout, image = setup
     (tmp_path / "bundles" / TASK).mkdir(parents=True)
-    # a longer first wait: under load the new window may not take keys 2 s after it is ready
-    workflow = {"steps": [{"action": "wait", "seconds": 8}, *WORKFLOW["steps"][1:]]}
+    # a longer first wait: under load the new window may not take keys 2 s after it is ready (8 s
+    # lost them once while the -n 4 test's four desktops ran beside it on 2 cores)
+    workflow = {"steps": [{"action": "wait", "seconds": 15}, *WORKFLOW["steps"][1:]]}
     (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(workflow, indent=1))
     run = _run_id(tmp_path)
     records = plugin_run(checkout, image, tmp_path, [TASK], f"--bench-replay-bundles={tmp_path / 'bundles'}",
@@ -437,3 +448,138 @@ def test_whole_home_snapshots_graded_in_containers_match_opencomputers_own_runs(
     assert ours["gedit_sort_lines_manually"]["score"] == 1.0
     assert expected["pcmanfm_cleanup_temp_files"]["passed"] > 5  # the start state passes 5 of 10
     assert not _ours(run), _ours(run)
+
+
+class _Lifetimes:
+    """The run's containers' start and stop times as the daemon announces them, watched live
+    (``docker events`` keeps only its last 256 events, fewer than one item's exec calls make)."""
+
+    def __init__(self, run: str) -> None:
+        self._proc = subprocess.Popen(
+            ["docker", "events", "--filter", "type=container", "--filter", "event=start", "--filter", "event=die",
+             "--filter", f"label={RUN_LABEL}=agentbench-{run}", "--format", "{{json .}}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stop(self) -> dict[str, tuple[float, float | None]]:
+        """The containers by id: (start, die) in seconds; die is None for one that never stopped."""
+        import time
+
+        time.sleep(1)  # the last die event reaches the stream
+        self._proc.terminate()
+        out, err = self._proc.communicate(timeout=30)
+        starts: dict[str, float] = {}
+        dies: dict[str, float] = {}
+        for line in out.splitlines():
+            event = json.loads(line)
+            (starts if event["Action"] == "start" else dies).setdefault(event["id"], int(event["timeNano"]) / 1e9)
+        assert starts or not err, err
+        return {cid: (start, dies.get(cid)) for cid, start in starts.items()}
+
+
+def _most_at_once(lifetimes: dict[str, tuple[float, float | None]]) -> int:
+    edges = sorted([(start, 1) for start, _ in lifetimes.values()] +
+                   [(die, -1) for _, die in lifetimes.values() if die is not None])
+    most = running = 0
+    for _, step in edges:  # a stop before a start at the same instant (-1 sorts first)
+        running += step
+        most = max(most, running)
+    return most
+
+
+#: cheap tasks (gedit and pcmanfm start in seconds; noop agent, start states)
+CHEAP = ["gedit_reformat_json", "gedit_log_filter_errors", "gedit_sort_lines_manually", "gedit_delete_comment_lines",
+         "pcmanfm_permission_lockdown", "pcmanfm_cleanup_temp_files", "pcmanfm_dedupe_and_consolidate",
+         "gedit_disable_autosave_font_change"]
+
+
+def test_four_workers_keep_four_containers_up_and_leave_none(setup: tuple[Path, str], tmp_path: Path) -> None:
+    """``-n 4`` over 8 items: the daemon's own start and stop times of the run's containers show 4
+    up at once, never more, one container per item, every one stopped and none left."""
+    checkout, image = setup
+    run = _run_id(tmp_path)
+    watch = _Lifetimes(run)
+    try:
+        records = plugin_run(checkout, image, tmp_path, CHEAP, "-n", "4", run=run)
+    finally:
+        lifetimes = watch.stop()
+    assert all(record["error"] is None for record in records.values()), records
+    assert {record["worker"] for record in records.values()} == {"gw0", "gw1", "gw2", "gw3"}
+    assert len(lifetimes) == len(CHEAP), lifetimes
+    assert all(die is not None for _, die in lifetimes.values()), lifetimes
+    assert _most_at_once(lifetimes) == 4, lifetimes
+    assert not _ours(run), _ours(run)
+    assert list((tmp_path / "tmp").glob("agentbench-oc-tasks-*")) == []  # every item's worker removed its folder
+
+
+def test_most_at_once_counts_overlapping_lifetimes() -> None:
+    """Anywhere: the overlap count the scale test relies on."""
+    assert _most_at_once({"a": (0, 10), "b": (1, 2), "c": (2, 5), "d": (3, None)}) == 3
+    assert _most_at_once({"a": (0, 1), "b": (1, 2)}) == 1
+    assert _most_at_once({}) == 0
+
+
+def _in_session(sid: int) -> list[str]:
+    """The processes of session ``sid`` still alive (Linux /proc): "pid command" lines."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session
+        if int(fields[3]) == sid and fields[0] != "Z":
+            alive.append(f"{stat.parent.name} {text[text.index('(') + 1:text.rindex(')')]}")
+    return alive
+
+
+@pytest.mark.parametrize("to", ["controller", "group"])
+def test_a_run_interrupted_twice_leaves_no_container(setup: tuple[Path, str], tmp_path: Path, to: str) -> None:
+    """Two SIGINTs to a ``-n 2`` run while both workers' containers are up (an impatient Ctrl-C,
+    Ctrl-C), sent to the pytest controller alone or, as a terminal does, to its whole process group
+    (the xdist workers too): the containers go without the reaper, and the reaper then finds none
+    of the run's."""
+    import signal
+    import time
+
+    checkout, image = setup
+    run = _run_id(tmp_path)
+    (tmp_path / "tmp").mkdir()
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--bench=opencomputer",
+            f"--opencomputer-tasks={checkout}", "--opencomputer-backend=docker", f"--opencomputer-image={image}",
+            "--bench-agent=noop", "-n", "2", *(f"--bench-task={task}" for task in CHEAP[:4])]
+    env = {key: value for key, value in os.environ.items() if key != "PYTEST_XDIST_TESTRUNUID"}
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**env, "AGENTBENCH_RUN_ID": run, "TMPDIR": str(tmp_path / "tmp")},
+                            start_new_session=True)  # its own process group, as a terminal's job
+    interrupt = proc.send_signal if to == "controller" else lambda sig: os.killpg(proc.pid, sig)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_ours(run)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+        assert len(_ours(run)) == 2, ("two containers never were up at once", _ours(run))
+        interrupt(signal.SIGINT)
+        time.sleep(0.5)
+        interrupt(signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    # interrupted; or killed by the second SIGINT when it lands in xdist's teardown
+    assert proc.returncode in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT), out[-3000:]
+    at_exit, exited = _ours(run), time.monotonic()
+    deadline = exited + 90  # the items' workers remove their containers as they exit
+    while (_ours(run) or _in_session(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    left = _ours(run)
+    print(f"exit {proc.returncode}; the run's containers at its exit: {len(at_exit)}, "
+          f"{time.monotonic() - exited:.1f} s later: {left}")
+    assert _in_session(proc.pid) == [], _in_session(proc.pid)  # no xdist worker outlives the run
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-reap",
+                           "--opencomputer-backend=docker", f"--agentbench-reap-run={run}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not _ours(run), _ours(run)
+    assert left == [], left  # nothing was left for the reaper
+    assert "removed 0 container(s)" in done.stdout, done.stdout
+    assert list((tmp_path / "tmp").glob("agentbench-oc-tasks-*")) == []  # the items' workers exited

@@ -15,7 +15,8 @@ image's packages. This image has exactly that stack, from Debian's packages only
 * ``python3`` with Pillow, openpyxl, python-docx, lxml, chardet, python-xlib, pyperclip, tkinter
   from Debian, and the pure-Python wheels Debian lacks (pyautogui and its helpers, python-pptx)
   fetched on the host by ``pip wheel`` and installed offline;
-* the apps in :data:`APPS` (gedit, pcmanfm, LibreOffice Calc): small ones, so the build takes minutes;
+* the apps in :data:`APPS` (gedit, pcmanfm, LibreOffice Calc, Inkscape): small ones, so the build takes
+  minutes;
 * OpenComputer's own ``entrypoint.sh`` and ``healthcheck.sh``, its app-wrapper installer and its
   launcher contract, read from the user's checkout at build time (never copied into this project),
   at the paths its Dockerfile puts them, with its ``ENV``, ``USER``, ``WORKDIR``, ``HEALTHCHECK``
@@ -55,6 +56,9 @@ APPS: dict[str, tuple[str, ...]] = {
     "gedit": ("gedit",),
     "pcmanfm": ("pcmanfm",),
     "libreoffice_calc": ("libreoffice-calc", "libreoffice-gtk3", "python3-uno"),
+    # OpenComputer launches ``inkscape FILE`` and waits for the process; its verifier parses the
+    # SVG with the standard library, so the app alone is enough (no Recommends).
+    "inkscape": ("inkscape",),
 }
 #: The desktop stack OpenComputer's entrypoint and backend use.
 DESKTOP_PACKAGES = (
