@@ -14,8 +14,16 @@ each parallel run's excess over its ideal, which is mostly the fixed cost of sta
 Each run's CPU seconds (the pytest process and its workers, from the kernel's accounting) are
 printed too: a loaded machine stretches wall times, far less the CPU a run needs.
 
+Plugins of packages that pytest-agentbench does not bring are disabled with ``-p no:NAME``, and
+bytecode is cached under a private ``PYTHONPYCACHEPREFIX``, as in ``overhead.py`` (whose helpers
+this script imports): every process of a run, each worker among them, pays what a user of this
+plugin pays, not what else happens to be installed (hypothesis's plugin imports hypothesis at the
+end of every process) nor a recompilation that an installed machine caches. ``--keep-plugins`` and
+``--no-bytecode-cache`` keep the caller's.
+
     python benchmarks/agent_scaling.py [--think 0.1] [--serial-tasks 32] [--tasks 128] [--workers 2,4]
-                                       [--repeat 3] [--server PATH] [--json PATH]
+                                       [--repeat 3] [--server PATH] [--json PATH] [--keep-plugins]
+                                       [--no-bytecode-cache]
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import importlib.util
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,6 +42,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead import prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "conftest_examples" / "http_agent" / "server.py"
@@ -67,16 +79,18 @@ def start_server(think: float, path: Path = SERVER) -> tuple[Any, list[int]]:
     return server, calls
 
 
-def run(url: str, tasks: int, workers: int, folder: Path) -> tuple[float, float]:
+def run(url: str, tasks: int, workers: int, folder: Path, base: list[str] | None = None,
+        env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user and system, its workers' included) of one whole pytest
-    process; ``workers`` 0 means without xdist."""
+    process; ``workers`` 0 means without xdist. ``base``: more arguments (plugins disabled); ``env``:
+    the process's environment (default: this one's)."""
     spread = ["-p", "no:xdist"] if workers == 0 else ["-n", str(workers)]
     args = [sys.executable, "-m", "pytest", "--bench=mock", "--bench-limit", str(tasks), "--bench-agent", "http",
             "--bench-agent-url", url, "-q", "-p", "no:cacheprovider", "--bench-results-dir", str(folder / "runs"),
-            *spread]
+            *spread, *(base or [])]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(args, cwd=folder, capture_output=True, text=True, check=False)
+    done = subprocess.run(args, cwd=folder, capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -96,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", type=Path, default=SERVER,
                         help="the agent server module (default: the example); another copy of it, say an older one")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--keep-plugins", action="store_true", help="do not disable plugins that are not ours")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="keep the caller's bytecode settings (default: cache .pyc under a private prefix)")
     args = parser.parse_args(argv)
     try:
         counts = [int(n) for n in args.workers.split(",")]
@@ -104,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     if min(counts, default=0) < 1 or args.repeat < 1 or args.serial_tasks < 1 or args.tasks < 1:
         parser.error("--workers, --repeat, --serial-tasks and --tasks must be positive")
 
+    disabled, base, pycache, env, info = prepare(args.keep_plugins, args.no_bytecode_cache,
+                                                 "agentbench-scaling-pycache-")
     server, calls = start_server(args.think, args.server)
     folder = Path(tempfile.mkdtemp(prefix="agentbench-scaling-"))
     (folder / "pytest.ini").write_text("[pytest]\n")
@@ -111,12 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     walls: dict[int, list[float]] = {0: [], **{n: [] for n in counts}}
     cpus: dict[int, list[float]] = {n: [] for n in walls}
     try:
-        run(server.url, 2, 0, folder)  # warm-up: bytecode, page cache
+        run(server.url, 2, 0, folder, base, env)  # warm-up: bytecode, page cache
         for _ in range(args.repeat):
             for workers in walls:
                 before = calls[0]
                 tasks = args.serial_tasks if workers == 0 else args.tasks
-                wall, cpu = run(server.url, tasks, workers, folder)
+                wall, cpu = run(server.url, tasks, workers, folder, base, env)
                 walls[workers].append(wall)
                 cpus[workers].append(cpu)
                 if calls[0] - before != STEPS * tasks:
@@ -124,11 +143,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.shutdown()
         server.server_close()
+        shutil.rmtree(folder, ignore_errors=True)
+        if pycache is not None:
+            shutil.rmtree(pycache, ignore_errors=True)
     per_task = statistics.median(walls[0]) / args.serial_tasks
     floor = STEPS * args.think
     print(f"mock tasks through --bench-agent http, the example server thinking {args.think:g} s per step "
           f"({STEPS} steps a task); {os.cpu_count()} cpus; load average {load:.2f} at start, "
           f"{os.getloadavg()[0]:.2f} at end; median of {args.repeat}")
+    print(f"  bytecode {info['bytecode']}; " + ("disabled (not brought by pytest-agentbench): "
+                                                + ", ".join(f"{n} ({d})" for n, d in disabled)
+                                                if disabled else "every installed plugin loaded"))
     print(f"  serial      {args.serial_tasks:4d} tasks  {statistics.median(walls[0]):7.2f} s  "
           f"{per_task:.3f} s/task (think floor {floor:.3f} s, {per_task - floor:+.3f} s above it)  "
           f"cpu {statistics.median(cpus[0]):6.2f} s")
@@ -145,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({"think_s": args.think, "serial_tasks": args.serial_tasks,
                                          "tasks": args.tasks, "cpus": os.cpu_count(), "load_start": load,
+                                         "bytecode": info["bytecode"], "disabled": [n for n, _ in disabled],
                                          "serial_walls": walls[0], "serial_cpus": cpus[0], "per_task_s": per_task,
                                          "workers": rows},
                                         indent=2))

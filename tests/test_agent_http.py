@@ -11,6 +11,7 @@ import email.utils
 import importlib.util
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -25,7 +26,7 @@ from conftest import notepad_project, only_run_folder, results
 from jsonschema import Draft202012Validator
 
 from pytest_agentbench.agents import http as http_agent
-from pytest_agentbench.agents.http import HttpAgent, HttpAgentError, check_url, parse_usage
+from pytest_agentbench.agents.http import HttpAgent, HttpAgentError, check_url, parse_usage, tls_for
 from pytest_agentbench.infra.retry import retry_after_seconds
 from pytest_agentbench.model import Action, ActionType, Observation, Task
 
@@ -496,6 +497,18 @@ def test_check_url():
     for bad in ("host:1", "file:///x", "http://", "http://h/?q=1"):
         with pytest.raises(ValueError):
             check_url(bad)
+
+
+def test_an_http_server_loads_no_ca_bundle_and_its_context_trusts_nothing(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    context = tls_for("http://127.0.0.1:8765")
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.get_ca_certs() == [] and context.cert_store_stats()["x509_ca"] == 0
+    assert tls_for("https://agent.example:443") is True
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")  # TLS to the proxy: checked as usual
+    assert tls_for("http://127.0.0.1:8765") is True
 
 
 # -- WAA against the fake WAA server --------------------------------------------------------------------
