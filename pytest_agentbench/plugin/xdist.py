@@ -50,7 +50,9 @@ class XdistController:
         if self.phase_dir is None:
             import tempfile
 
-            self.phase_dir = Path(tempfile.mkdtemp(prefix="agentbench-phases-"))  # mode 0700: this user's
+            # In the run folder, not /tmp: a controller killed before its unconfigure leaves it
+            # with the run's other files, not in the machine's temporary folder.
+            self.phase_dir = Path(tempfile.mkdtemp(prefix=".phases-", dir=folder.path))  # mode 0700
         node.workerinput[PHASES_INPUT] = str(self.phase_dir)
         node.workerinput["agentbench_known"] = dict(self.state.known_failures)
         from pytest_agentbench.plugin.resume import worker_input
