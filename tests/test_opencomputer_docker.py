@@ -586,3 +586,44 @@ def test_a_run_interrupted_twice_leaves_no_container(setup: tuple[Path, str], tm
     assert left == [], left  # nothing was left for the reaper
     assert "removed 0 container(s)" in done.stdout, done.stdout
     assert list((tmp_path / "tmp").glob("agentbench-oc-tasks-*")) == []  # the items' workers exited
+
+
+#: gedit_delete_comment_lines' settings without its five comment lines, in order
+SETTINGS = ("max_connections=100\ntimeout=30\ndb_host=localhost\ndb_port=5432\ndb_name=production\nlog_level=info\n"
+            "log_file=/var/log/app.log\ncache_enabled=true\ncache_ttl=3600\nssl_enabled=true")
+
+
+def test_the_scripted_agent_solves_three_tasks_of_two_apps_and_the_noop_agent_none(setup: tuple[Path, str],
+                                                                                  tmp_path: Path) -> None:
+    """Through the container's screenshots and X input only: two gedit tasks (select all, type the
+    answer, save) and a pcmanfm task (F4 opens a terminal in the shown folder, whose shell deletes
+    the files). The noop agent leaves all three unsolved."""
+    from test_opencomputer_desktop import SCRIPT, TASK
+
+    checkout, image = setup
+    editor = [dict(step, x=400, y=400) if step["type"] == "click" else step for step in SCRIPT]
+    scripts = {
+        TASK: editor,
+        "gedit_delete_comment_lines": [dict(step, text=SETTINGS) if step["type"] == "type" else step
+                                       for step in editor],
+        "pcmanfm_cleanup_temp_files": [{"type": "wait", "seconds": 3}, {"type": "key", "key": "f4"},
+                                       {"type": "wait", "seconds": 5},
+                                       {"type": "type", "text": "cd /home/user/Documents/project && "
+                                                                "rm -f -- *.tmp *.bak *.log; exit\n"},
+                                       {"type": "wait", "seconds": 2}],
+    }
+    (tmp_path / "script.json").write_text(json.dumps(scripts))
+    tasks = sorted(scripts)
+    run = _run_id(tmp_path)
+    for side in ("scripted", "noop"):
+        (tmp_path / side).mkdir()
+    script = f"--bench-agent-script={tmp_path / 'script.json'}"
+    solved = plugin_run(checkout, image, tmp_path / "scripted", tasks, script, "-n", "2", agent="scripted", run=run)
+    left = plugin_run(checkout, image, tmp_path / "noop", tasks, "-n", "2", run=run)
+    for task_id in tasks:
+        assert solved[task_id]["error"] is None and left[task_id]["error"] is None, (solved[task_id], left[task_id])
+        assert (solved[task_id]["passed"], solved[task_id]["score"]) == (True, 1.0), solved[task_id]["reason"]
+        assert solved[task_id]["num_steps"] == len(scripts[task_id])  # the agent's own actions did it
+        assert left[task_id]["score"] < 1.0 and left[task_id]["passed"] is False, left[task_id]
+    assert len({solved[task]["domain"] for task in tasks}) == 2
+    assert not _ours(run), _ours(run)
