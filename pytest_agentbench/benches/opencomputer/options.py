@@ -37,8 +37,12 @@ class OpenComputerSettings:
     docker_shm_size: str = option("opencomputer_docker_shm_size", DEFAULT_SHM_SIZE, convert=str)
     docker_ready_timeout: float = option("opencomputer_docker_ready_timeout", float(DEFAULT_READY_TIMEOUT),
                                          convert=float)
-    #: ``--pool docker|aws|azure``: the pool's hosts run the containers (and are checked by the pool)
-    pooled: bool = option("pool", False, convert=lambda kind: kind in ("docker", "aws", "azure"))
+    #: ``--pool``: with docker, aws or azure the pool's hosts run the containers (and the pool checks them)
+    pool: str | None = option("pool", None)
+
+    @property
+    def pooled(self) -> bool:
+        return self.pool in ("docker", "aws", "azure")
 
 
 def opencomputer_settings(settings: Settings | None) -> OpenComputerSettings:
