@@ -12,6 +12,7 @@ import re
 import sys
 
 import pytest
+from agent_starter import agent_starter
 from conftest import only_run_folder, results, solid_png
 from fake_openai import (
     FakeResponsesAPI,
@@ -48,24 +49,15 @@ def screen(width: int = 1920, height: int = 1200) -> Observation:
 @pytest.fixture
 def api():
     """start(replies or script, **agent options) -> (agent, fake); replies are answered in order."""
-    started: list[tuple[OpenAIComputerAgent, FakeResponsesAPI]] = []
 
-    def start(script, **kwargs):
+    def make(script, **kwargs):
         if isinstance(script, list):
             replies = list(script)
             script = lambda request, turn: replies.pop(0)  # noqa: E731
         fake = FakeResponsesAPI(script).__enter__()
-        agent = OpenAIComputerAgent(api_key=KEY, base_url=fake.url, **kwargs)
-        agent.sleep = lambda seconds: sleeps.append(seconds)
-        started.append((agent, fake))
-        return agent, fake
+        return OpenAIComputerAgent(api_key=KEY, base_url=fake.url, **kwargs), fake
 
-    sleeps: list[float] = []
-    start.sleeps = sleeps  # type: ignore[attr-defined]
-    yield start
-    for agent, fake in started:
-        agent.close()
-        fake.__exit__()
+    yield from agent_starter(make)
 
 
 def play(agent: OpenAIComputerAgent, count: int, obs: Observation | None = None) -> list[Action]:

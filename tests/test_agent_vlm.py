@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from agent_starter import agent_starter
 from conftest import only_run_folder, results, solid_png
 from fake_chat import FakeChatAPI, api_error, images, ok, play_mock
 
@@ -23,21 +24,11 @@ SCREEN = Observation(screenshot=solid_png(1920, 1200))
 
 @pytest.fixture
 def endpoint():
-    started: list[tuple[VLMAgent, FakeChatAPI]] = []
-
-    def start(script, dialect, **kwargs):
+    def make(script, dialect, **kwargs):
         fake = FakeChatAPI(script).__enter__()
-        agent = VLMAgent(base_url=fake.url, model=kwargs.pop("model", "some-vlm"), dialect=dialect, **kwargs)
-        agent.sleep = lambda seconds: sleeps.append(seconds)
-        started.append((agent, fake))
-        return agent, fake
+        return VLMAgent(base_url=fake.url, model=kwargs.pop("model", "some-vlm"), dialect=dialect, **kwargs), fake
 
-    sleeps: list[float] = []
-    start.sleeps = sleeps  # type: ignore[attr-defined]
-    yield start
-    for agent, fake in started:
-        agent.close()
-        fake.__exit__()
+    yield from agent_starter(make)
 
 
 def play(agent: VLMAgent, count: int) -> list[Action]:

@@ -245,7 +245,7 @@ class PoolManager:
             self._old_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
 
     def _start_static(self) -> None:
-        from pytest_agentbench.infra.pool import StaticPool, parse_hosts
+        from pytest_agentbench.infra.pool import parse_hosts
 
         entries = self.config.getoption("pool_hosts") or self.config.getini("agentbench_pool_hosts") or []
         try:
@@ -254,10 +254,17 @@ class PoolManager:
             raise pytest.UsageError(str(exc)) from None
         if not hosts:
             raise pytest.UsageError("--pool static needs --pool-hosts URL[,URL...] (one WAA server per worker)")
+        self._lease_existing(hosts)
+
+    def _lease_existing(self, hosts: list[dict[str, Any]]) -> None:
+        """A pool of existing hosts (static, docker): one per worker, else a usage error; without
+        xdist this process leases the first now."""
+        from pytest_agentbench.infra.pool import StaticPool
+
         workers = getattr(self.config.option, "numprocesses", None)
         if isinstance(workers, int) and workers > len(hosts) and self.distributed:
             raise pytest.UsageError(
-                f"--pool static has {len(hosts)} host(s) for {workers} workers; "
+                f"--pool {self.kind} has {len(hosts)} host(s) for {workers} workers; "
                 f"give one host per worker (-n {len(hosts)})")
         self.static = StaticPool(hosts)
         if not self.distributed:
@@ -283,34 +290,17 @@ class PoolManager:
         """``--pool docker``: existing Docker hosts, one per process, each checked now (the daemon
         answers through its transport and holds the image), so a host that refuses SSH or lacks
         the image is a usage error before any item runs."""
-        from pytest_agentbench.infra.docker_hosts import DockerHostError, parse_docker_hosts
-        from pytest_agentbench.infra.pool import StaticPool
-
         if _opt(self.config, "opencomputer_backend") != "docker":
             raise pytest.UsageError("--pool docker leases Docker hosts to OpenComputer's docker backend: add "
                                     "--opencomputer-backend docker (WAA servers are leased with --pool static)")
-        entries = self.config.getoption("pool_hosts") or self.config.getini("agentbench_pool_hosts") or []
-        try:
-            hosts = parse_docker_hosts(list(entries))
-            ssh = docker_ssh_settings(self.config)
-        except DockerHostError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        if not hosts:
-            raise pytest.UsageError("--pool docker needs --pool-hosts ssh://user@host[,...] (one Docker host per "
-                                    "worker)")
-        workers = getattr(self.config.option, "numprocesses", None)
-        if isinstance(workers, int) and workers > len(hosts) and self.distributed:
-            raise pytest.UsageError(
-                f"--pool docker has {len(hosts)} host(s) for {workers} workers; give one host per worker "
-                f"(-n {len(hosts)})")
+        hosts, ssh = docker_pool_hosts(self.config, "--pool docker needs --pool-hosts ssh://user@host[,...] (one "
+                                                    "Docker host per worker)")
+        self._lease_existing(hosts)
         if not (self.dry_run or self.config.option.collectonly):
             problems = check_docker_hosts([h["docker_host"] for h in hosts], ssh, _docker_image(self.config))
             if problems:
                 raise pytest.UsageError(f"--pool docker: {problems[0]}"
                                         + (f" (and {len(problems) - 1} more host(s))" if len(problems) > 1 else ""))
-        self.static = StaticPool(hosts)
-        if not self.distributed:
-            self.lease = self.static.lease("main")
 
     def set_folder(self, folder: Path) -> None:
         if self.cloud is not None:
@@ -660,16 +650,10 @@ def run_reaper(config: pytest.Config) -> int:
 
 def _reap_pool_hosts(config: pytest.Config, run: str | None) -> int:
     """``pytest --agentbench-reap --pool docker --pool-hosts ...``: the containers on each host."""
-    from pytest_agentbench.infra.docker_hosts import DockerHost, DockerHostError, parse_docker_hosts
+    from pytest_agentbench.infra.docker_hosts import DockerHost
 
-    entries = config.getoption("pool_hosts") or config.getini("agentbench_pool_hosts") or []
-    try:
-        hosts = parse_docker_hosts(list(entries))
-        ssh = docker_ssh_settings(config)
-    except DockerHostError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if not hosts:
-        raise pytest.UsageError("--agentbench-reap --pool docker needs --pool-hosts (the Docker hosts to clean up)")
+    hosts, ssh = docker_pool_hosts(config, "--agentbench-reap --pool docker needs --pool-hosts (the Docker hosts to "
+                                           "clean up)")
     status = 0
     for lease in hosts:
         host = DockerHost(lease["docker_host"], ssh)
@@ -698,6 +682,22 @@ def _reap_containers(run: str | None, env: dict[str, str] | None = None, where: 
         print(f"agentbench reap: ERROR: {line}")
     print(f"agentbench reap: docker: removed {len(removed)} container(s) of {scope}, {len(failures)} failed")
     return 1 if failures else 0
+
+
+def docker_pool_hosts(config: pytest.Config, missing: str) -> tuple[list[dict[str, Any]], SSHSettings]:
+    """``--pool-hosts`` as a docker pool's leases and the SSH settings for them; a usage error for a
+    bad entry or setting, and ``missing`` when no host is given."""
+    from pytest_agentbench.infra.docker_hosts import DockerHostError, parse_docker_hosts
+
+    entries = config.getoption("pool_hosts") or config.getini("agentbench_pool_hosts") or []
+    try:
+        hosts = parse_docker_hosts(list(entries))
+        ssh = docker_ssh_settings(config)
+    except DockerHostError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not hosts:
+        raise pytest.UsageError(missing)
+    return hosts, ssh
 
 
 def docker_ssh_settings(config: pytest.Config) -> SSHSettings:
