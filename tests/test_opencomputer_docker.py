@@ -407,8 +407,17 @@ def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], 
     workflow = {"steps": [{"action": "wait", "seconds": 15}, *WORKFLOW["steps"][1:]]}
     (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(workflow, indent=1))
     run = _run_id(tmp_path)
-    records = plugin_run(checkout, image, tmp_path, [TASK], f"--bench-replay-bundles={tmp_path / 'bundles'}",
-                         agent="replay", run=run)
+    # A replay step cannot click (it targets accessibility nodes, which a container's screen lacks),
+    # so its keys go to whatever has the focus: on 2 shared cores under the container tier's load,
+    # gedit did not have it yet twice (once in CI; the start state stayed, 0.4). One more
+    # episode in a fresh container then; a replay that does not work fails both.
+    for attempt in (1, 2):
+        (tmp_path / f"try{attempt}").mkdir()
+        records = plugin_run(checkout, image, tmp_path / f"try{attempt}", [TASK],
+                             f"--bench-replay-bundles={tmp_path / 'bundles'}", agent="replay", run=run)
+        if records[TASK]["score"] == 1.0:
+            break
+        print(f"replay attempt {attempt}: {records[TASK]['reason']}")
     assert (records[TASK]["passed"], records[TASK]["score"]) == (True, 1.0), records[TASK]["reason"]
     assert not _ours(run), _ours(run)
 
