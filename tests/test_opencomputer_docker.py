@@ -397,6 +397,9 @@ def test_solved_states_graded_in_containers_match_opencomputers_own_runs(setup: 
     assert not _ours(run), _ours(run)
 
 
+@pytest.mark.xfail(reason="under the container tier's load in CI a replay's keys can reach gedit before it has the "
+                   "focus (a replay step cannot click to focus: it targets accessibility nodes); open in issue 28",
+                   strict=False)
 def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], tmp_path: Path) -> None:
     from test_opencomputer_desktop import TASK, WORKFLOW
 
