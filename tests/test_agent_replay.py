@@ -219,7 +219,13 @@ def test_the_ini_key_names_the_folder(run, pytester):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"steps": [\n{"action": "click"}\n]}', "line 2: a click step needs a target in step 1"),
+        ('{"steps": [\n{"action": "click"}\n]}', "line 2: a click step needs a target (or at: [x, y] on a "),
+        ('{"steps": [\n {"action": "click", "at": [0.5, 1.5]}]}', "line 2: at must be [x, y] as fractions of "),
+        ('{"steps": [\n {"action": "click", "at": [0.5]}]}', "line 2: at must be [x, y] as fractions of "),
+        ('{"steps": [\n {"action": "click", "at": [true, 0]}]}', "line 2: at must be [x, y] as fractions of "),
+        ('{"steps": [{"action": "click", "target": {"name": "OK"},\n "at": [0.5, 0.5]}]}',
+         "line 2: a step gives a target or at, not both in step 1"),
+        ('{"steps": [{"action": "key", "key": "a",\n "at": [0.5, 0.5]}]}', "line 2: a key step takes no at"),
         ('{"steps": [{"action": "key", "key": "a"},\n {"action": "key"}]}', "line 2: a key step needs key"),
         ('{"steps": [\n {"action": "hotkey",\n  "keys": []}]}', "line 3: a hotkey step needs keys"),
         ('{"steps": [\n {"action": "type"}]}', "line 2: a type step needs text (a string) in step 1"),
@@ -318,6 +324,19 @@ def test_scroll_on_a_target_gives_its_centre():
     workflow = {"steps": [{"action": "scroll", "target": {"name": "Save"}}]}
     assert play(workflow, screen(button("a", "Save", x=100)))[0] == Action(
         type="scroll", scroll_direction="down", target_id="a", x=150, y=20, unit="px")
+
+
+def test_a_point_clicks_a_screen_without_a_tree():
+    """A desktop seen only through screenshots has no tree to match: ``at`` says where, in
+    fractions of the screen, whatever the screen's size; ``[1, 0]`` is a corner, not pixel (1, 0)."""
+    workflow = {"steps": [{"action": "click", "at": [0.5, 0.25]}, {"action": "double_click", "at": [1, 0]},
+                          {"action": "scroll", "direction": "up", "at": [0.1, 0.9]}]}
+    actions = play(workflow, Observation(viewport=(1920, 1080)))
+    assert actions == [Action(type="click", x=0.5, y=0.25, unit="fraction"),
+                       Action(type="double_click", x=1.0, y=0.0, unit="fraction"),
+                       Action(type="scroll", scroll_direction="up", x=0.1, y=0.9, unit="fraction"),
+                       Action(type="done")]
+    assert [a.to_pixels(1920, 1080) for a in actions[:3]] == [(960, 270), (1920, 0), (192, 972)]
 
 
 def test_expectations_heading_title_and_banner():

@@ -3,7 +3,9 @@
 A workflow is a list of steps recorded once (by a person, a script or a model) and replayed without
 any model call. Each targeted step describes its element by several signals (element id, table row,
 name, role, position) and clicks the best-supported match, halting (``fail``) rather than guessing
-when no element is supported well enough or two are supported equally. Each step may say what the
+when no element is supported well enough or two are supported equally. A screen without an
+accessibility tree (a desktop seen only through screenshots) is clicked by a point instead (``at``,
+fractions of the screen): there is nothing to match, so the step says where. Each step may say what the
 next screen must show (``expect``); a mismatch halts too. Keyboard steps (``key``, ``hotkey``,
 ``type`` without a target, ``wait``, ``scroll``) need no element, which is how a WAA task such as the
 Notepad one is replayed.
@@ -40,7 +42,7 @@ STEP_TYPES = (*TARGETED, "type", "key", "hotkey", "scroll", "wait")
 #: What ``expect`` (checked on the next screen) and ``finish`` (after the last step) may test.
 CONDITIONS = ("heading", "window_title", "window_title_contains", "banner_prefix")
 TARGET_KEYS = ("role", "name", "id", "row", "position")
-STEP_KEYS = ("action", "text", "target", "expect", "key", "keys", "seconds", "direction", "amount", "note")
+STEP_KEYS = ("action", "text", "target", "at", "expect", "key", "keys", "seconds", "direction", "amount", "note")
 
 #: Signal weights: an element id is the strongest evidence, a row context next, then the name.
 WEIGHTS = {"id": 3.0, "row": 2.0, "name": 2.0, "role": 1.0, "position": 1.0}
@@ -218,6 +220,14 @@ def _check_target(target: Any) -> tuple[str, str | None] | None:
     return None
 
 
+def _check_point(at: Any) -> str | None:
+    """Why ``at`` is not ``[x, y]`` as fractions of the screen; None when it is."""
+    if not (isinstance(at, list) and len(at) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in at)):
+        return f"at must be [x, y] as fractions of the screen (each from 0 to 1), got {at!r}"
+    return None
+
+
 def _check_step(step: Any) -> tuple[str, tuple[str | int, ...]] | None:
     """(message, path inside the step the message is about) when the step is bad."""
     if not isinstance(step, dict):
@@ -230,9 +240,17 @@ def _check_step(step: Any) -> tuple[str, tuple[str | int, ...]] | None:
     unknown = [k for k in step if k not in STEP_KEYS]
     if unknown:
         return f"unknown step key {unknown[0]!r} (known: {', '.join(STEP_KEYS)})", (unknown[0],)
-    target = step.get("target")
-    if kind in TARGETED and target is None:
-        return f"a {kind} step needs a target", ("action",)
+    target, at = step.get("target"), step.get("at")
+    if at is not None:
+        if kind not in (*TARGETED, "scroll"):
+            return f"a {kind} step takes no at (only click, double_click, right_click and scroll do)", ("at",)
+        if target is not None:
+            return "a step gives a target or at, not both", ("at",)
+        why = _check_point(at)
+        if why:
+            return why, ("at",)
+    if kind in TARGETED and target is None and at is None:
+        return f"a {kind} step needs a target (or at: [x, y] on a screen without an accessibility tree)", ("action",)
     if target is not None:
         bad = _check_target(target)
         if bad:
@@ -394,13 +412,16 @@ class ReplayAgent(Agent):
             return Action(type="hotkey", keys=list(step["keys"]))
         if kind == "wait":
             return Action(type="wait", seconds=step.get("seconds"))
+        at: dict[str, Any] = {}
+        if step.get("at") is not None:
+            at = {"x": float(step["at"][0]), "y": float(step["at"][1]), "unit": "fraction"}
         if kind == "scroll":
-            extra: dict[str, Any] = {}
-            if node is not None:
-                extra = self._point(node, coordinates=True)
+            extra = self._point(node, coordinates=True) if node is not None else at
             return Action(type="scroll", scroll_direction=step.get("direction", "down"),
                           scroll_amount=step.get("amount"), **extra)
-        assert node is not None  # a targeted step always has a target (validated)
+        if at:
+            return Action(type=kind, **at)
+        assert node is not None  # a targeted step has a target or at (validated)
         point = self._point(node)
         if not point:
             return Action(type="fail", reason=f"step {self.position + 1}: the element matching "
