@@ -169,6 +169,46 @@ def test_the_ssh_wrapper_multiplexes_and_is_removed(sshd: Host) -> None:
     assert not folder.exists()
 
 
+def test_folders_of_killed_processes_are_swept_and_no_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGKILLed run never closes its hosts: the next host folder made beside them removes the
+    ones whose maker is gone, and leaves a live maker's, one still being made (no owner yet), one
+    another user owns, a link (never followed) and other names."""
+    import tempfile
+
+    from pytest_agentbench.infra import docker_hosts
+
+    tmp_path = Path(tempfile.mkdtemp(dir="/tmp", prefix="sweep-"))  # short: a socket path has 108 bytes
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    victim = tmp_path / "outside"
+    victim.mkdir()
+    (victim / "keep").write_text("x")
+    for name, owner in (("agentbench-ssh-dead", str(dead.pid)), ("agentbench-ssh-live", str(os.getpid())),
+                        ("agentbench-ssh-new", None), ("agentbench-ssh-other", str(dead.pid)),
+                        ("agentbench-ssh-junk", "not a pid"), ("unrelated", str(dead.pid))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ssh").write_text("#!/bin/sh\n")
+        if owner is not None:
+            (tmp_path / name / "owner").write_text(owner + "\n")
+    os.chown(tmp_path / "agentbench-ssh-other", 4242, 4242)
+    (tmp_path / "agentbench-ssh-link").symlink_to(victim)
+    (victim / "owner").write_text(f"{dead.pid}\n")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    try:
+        host = DockerHost("ssh://user@example.invalid")
+        assert host.folder is not None and host.folder.parent == tmp_path
+        assert (host.folder / "owner").read_text() == f"{os.getpid()}\n"
+        assert not (tmp_path / "agentbench-ssh-dead").exists()
+        left = sorted(p.name for p in tmp_path.iterdir() if p != host.folder)
+        assert left == ["agentbench-ssh-junk", "agentbench-ssh-link", "agentbench-ssh-live", "agentbench-ssh-new",
+                        "agentbench-ssh-other", "outside", "unrelated"]
+        assert (victim / "keep").exists()
+        host.close()
+        assert docker_hosts.sweep_stale_folders(tmp_path) == []  # the live one stays
+    finally:
+        shutil.rmtree(tmp_path)
+
+
 def test_a_pinned_host_key_is_trusted_and_no_other(sshd: Host, tmp_path: Path) -> None:
     """A cloud VM's host key is the run's own (cloud-init installs it): pinned, never learned."""
     url = sshd.url()

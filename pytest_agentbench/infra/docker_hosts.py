@@ -12,6 +12,8 @@ this module adds around it, for ``ssh://`` hosts:
   backend calls ``docker`` several times a step, each call would otherwise be a new SSH handshake)
   and, when given, the pool's key (``--pool-ssh-key``) and known-hosts file
   (``--pool-ssh-known-hosts``); otherwise the user's own SSH setup applies, as for ``docker -H``;
+* a sweep of the folders a killed process left (:func:`sweep_stale_folders`): each folder names
+  the process that made it, and a folder whose process is gone is removed by the next one made;
 * the ssh arguments that reach the host itself, for the noVNC port forward the docker worker opens
   (OpenComputer's ready check connects to the container's published port on 127.0.0.1 of the
   machine it runs on, while a remote daemon publishes it on the remote's 127.0.0.1).
@@ -37,6 +39,8 @@ SCHEMES = ("ssh", "tcp", "unix")
 CONTROL = "mux"
 #: The longest temporary folder the folder is made in (else /tmp): a socket path has 108 bytes.
 MAX_TMPDIR = 60
+#: A host folder's name starts so; its ``owner`` file holds the pid of the process that made it.
+PREFIX, OWNER = "agentbench-ssh-", "owner"
 
 
 class DockerHostError(ValueError):
@@ -109,11 +113,69 @@ class SSHSettings:
                 raise DockerHostError(f"{flag} {path} is not a file")
 
 
+def _owner_pid(folder_fd: int) -> int | None:
+    """The pid in a folder's ``owner`` file (opened without following a link), or None."""
+    try:
+        fd = os.open(OWNER, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder_fd)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 32)
+    finally:
+        os.close(fd)
+    return int(text) if text.strip().isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process holds the pid now: not ours to judge
+        return True
+    return True
+
+
+def sweep_stale_folders(parent: Path) -> list[Path]:
+    """Remove the host folders in ``parent`` whose maker is gone (a SIGKILLed run never reaches
+    :meth:`DockerHost.close`); returns them. Only real folders of this user with an ``owner`` file
+    naming a pid that no longer runs are removed: a folder still being made has no owner yet, a
+    link is never followed, and another user's folder is left alone. A stale folder's shared SSH
+    connection ends by itself (``ControlPersist``) once nothing uses it."""
+    from pytest_agentbench.infra.safefs import remove_tree
+
+    removed: list[Path] = []
+    try:
+        names = [name for name in os.listdir(parent) if name.startswith(PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        path = parent / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            mine = os.fstat(fd).st_uid == os.getuid()
+            pid = _owner_pid(fd) if mine else None
+        finally:
+            os.close(fd)
+        if pid is None or _alive(pid):
+            continue
+        try:
+            remove_tree(path)
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
+
+
 class DockerHost:
     """One leased Docker host as the environment of the processes that call ``docker``.
 
     For ``ssh://`` hosts it owns a small folder holding the ``ssh`` wrapper and the multiplexed
-    connection's socket; :meth:`close` ends that connection and removes the folder."""
+    connection's socket; :meth:`close` ends that connection and removes the folder. Making one
+    first sweeps the folders killed processes left beside it."""
 
     def __init__(self, docker_host: str, ssh: SSHSettings | None = None, *, host_key: str | None = None) -> None:
         self.docker_host = docker_host
@@ -123,8 +185,10 @@ class DockerHost:
         if urlsplit(docker_host).scheme == "ssh":
             # The master connection's socket lies in the folder, and a socket's path is limited to
             # 108 bytes: a deep TMPDIR gives way to /tmp.
-            short = len(tempfile.gettempdir()) <= MAX_TMPDIR
-            self.folder = Path(tempfile.mkdtemp(prefix="agentbench-ssh-", dir=None if short else "/tmp"))
+            parent = Path(tempfile.gettempdir()) if len(tempfile.gettempdir()) <= MAX_TMPDIR else Path("/tmp")
+            sweep_stale_folders(parent)
+            self.folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
+            (self.folder / OWNER).write_text(f"{os.getpid()}\n")
             if host_key:  # a cloud VM's pinned host key ("ssh-ed25519 AAAA..."): trusted, never learned
                 parts = urlsplit(docker_host)
                 name = parts.hostname if parts.port in (None, 22) else f"[{parts.hostname}]:{parts.port}"
