@@ -239,6 +239,15 @@ def test_agentbench_view_writes_a_comparison_page(run, pytester, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_when_both_runs_are_malformed_the_first_one_named_is_reported(tmp_path, capsys):
+    for name in ("A", "B"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text('{"task_id": "t1"}\n{not json\n')
+    assert view_main([str(tmp_path / "A"), str(tmp_path / "B")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agentbench-view: ") and str(tmp_path / "A") in err and str(tmp_path / "B") not in err, err
+
+
 def test_a_p_value_is_never_printed_as_0():
     from pytest_agentbench.compare import format_p, grep_line
 

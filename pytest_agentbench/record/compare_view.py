@@ -16,6 +16,7 @@ from urllib.parse import quote
 from pytest_agentbench.compare import (
     GONE_ROWS,
     STATUSES,
+    check_run,
     compare_records,
     grep_line,
     load_run,
@@ -141,7 +142,11 @@ def write_compare_page(before: str | Path, after: str | Path) -> Path:
     """Compare run ``after`` with run ``before`` and write the page into ``after``'s folder
     (beside its results.jsonl when given the file). ValueError when a run cannot be read."""
     before_name = run_file(before)[0]
-    after_name, after_records = load_run(after)
+    try:
+        after_name, after_records = load_run(after)
+    except ValueError:
+        check_run(before)  # when both are malformed, the first one named is reported
+        raise
     result = compare_records(stream_run(before), after_records, before_name=before_name, after_name=after_name)
     return write_page(run_folder_of(after), result, run_folder_of(before))
 
