@@ -39,11 +39,14 @@ class PhaseNote:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         self._fd: int | None = os.open(path, flags, 0o600)
 
-    def write(self, nodeid: str, phase: str) -> None:
-        """``phase`` of item ``nodeid``, as one line at the start of the file (what follows the
-        line, left from a longer earlier note, is never read)."""
+    def write(self, nodeid: str, phase: str, agent: str = "") -> None:
+        """``phase`` of item ``nodeid`` as a line at the start of the file, and the name of the
+        agent playing it as a second line (a conftest's agent is known only in the worker, so a
+        crash record could not name it otherwise). What follows, left from a longer earlier note,
+        is never read."""
         if self._fd is not None:
-            os.pwrite(self._fd, f"{phase} {nodeid}\n".encode(errors="replace"), 0)
+            agent = " ".join(agent.split())[:200]
+            os.pwrite(self._fd, f"{phase} {nodeid}\n{agent}\n".encode(errors="replace"), 0)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -54,6 +57,13 @@ class PhaseNote:
 def read_phase(path: Path, nodeid: str) -> str | None:
     """The phase the note at ``path`` gives for ``nodeid``; None when there is no note, or it is
     about another item (the crash came before this item's setup), or unreadable."""
+    note = read_note(path, nodeid)
+    return note[0] if note is not None else None
+
+
+def read_note(path: Path, nodeid: str) -> tuple[str, str | None] | None:
+    """The phase and the agent's name (None when not noted) the note at ``path`` gives for
+    ``nodeid``; None as for :func:`read_phase`."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -64,9 +74,12 @@ def read_phase(path: Path, nodeid: str) -> str | None:
         return None
     finally:
         os.close(fd)
-    line, newline, _ = data.decode(errors="replace").partition("\n")
+    line, newline, rest = data.decode(errors="replace").partition("\n")
     phase, _, noted = line.partition(" ")
-    return phase if newline and noted == nodeid else None
+    if not newline or noted != nodeid:
+        return None
+    agent, complete, _ = rest.partition("\n")
+    return phase, (agent or None) if complete else None
 
 
 def crash_cause(phase: str | None) -> tuple[str, str]:

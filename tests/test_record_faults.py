@@ -106,6 +106,8 @@ def test_a_worker_crash_is_typed_by_the_phase_it_died_in(run_sub, pytester):
     assert (checker["status"], checker["error_type"], checker["outcome"]) == ("error", "evaluation", False)
     assert "while the checker ran: an evaluation error" in checker["reason"]
     assert rows["mock_file_explorer_002"]["status"] == "passed"
+    # the conftest's agent, noted by the worker, not --bench-agent's (the worker never sent its record)
+    assert {row["agent"] for row in rows.values()} == {"crashes"}
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["statuses"] == {"failed": 3, "error": 2, "passed": 1}
     assert summary["success_rate"] == 0.25  # 1 of the 4 outcomes: the errors are left out
@@ -264,12 +266,15 @@ def test_one_descriptor_for_every_line_and_a_reopen_after_close(tmp_path):
 
 
 def test_a_phase_note_is_read_for_its_own_item_only(tmp_path):
-    from pytest_agentbench.phases import ENDED, PhaseNote, crash_cause, read_phase
+    from pytest_agentbench.phases import ENDED, PhaseNote, crash_cause, read_note, read_phase
 
     note = PhaseNote(tmp_path / "gw0")
-    note.write("bench/mock::chrome::a_long_task_id_first", "evaluate")
-    note.write("bench/mock::chrome::t2", "act")  # shorter: the rest of the earlier line is never read
+    note.write("bench/mock::chrome::a_long_task_id_first", "evaluate", "a-long-agent-name")
+    note.write("bench/mock::chrome::t2", "act", "my\nagent")  # shorter: the rest of the earlier note is never read
     assert read_phase(tmp_path / "gw0", "bench/mock::chrome::t2") == "act"
+    assert read_note(tmp_path / "gw0", "bench/mock::chrome::t2") == ("act", "my agent")
+    note.write("bench/mock::chrome::t2", "setup")  # before the agent is known
+    assert read_note(tmp_path / "gw0", "bench/mock::chrome::t2") == ("setup", None)
     assert read_phase(tmp_path / "gw0", "bench/mock::chrome::a_long_task_id_first") is None
     assert read_phase(tmp_path / "gw1", "bench/mock::chrome::t2") is None
     note.close()

@@ -167,12 +167,12 @@ class RunController:
         if session is not None:
             session.shouldstop = reason
 
-    def record_crash(self, report: pytest.TestReport, phase: str | None) -> None:
+    def record_crash(self, report: pytest.TestReport, phase: str | None, agent: str | None = None) -> None:
         """Give the report xdist makes for a benchmark item whose worker died under it (without
         the record the worker never sent) a record, typed by the ``phase`` the worker noted
-        (``phases.py``). An agent's failure stays the failure pytest reports; an infrastructure
-        or evaluation error becomes a setup error, which pytest counts as one, as it counts
-        such an error raised in the worker."""
+        (``phases.py``) and naming the ``agent`` it noted (else ``--bench-agent``'s). An agent's
+        failure stays the failure pytest reports; an infrastructure or evaluation error becomes a
+        setup error, which pytest counts as one, as it counts such an error raised in the worker."""
         if report.nodeid in self.recorded or self.state.run_folder is None:
             return
         if self._tasks_by_nodeid is None:
@@ -193,7 +193,7 @@ class RunController:
         blame = ("the agent's failure" if error_type == "agent" else
                  f"an {error_type} error, left out of the success rate")
         message = f"{crashed} {where}: {blame}"
-        payload = base_payload(report.nodeid, task, self.state.settings.agent)
+        payload = base_payload(report.nodeid, task, agent or self.state.settings.agent)
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
         if worker:
             payload["worker"] = worker

@@ -311,12 +311,12 @@ class AgentbenchPlugin:
         agent.trial, agent.seed = trial["trial"], trial["seed"]
         started = time.perf_counter()
         note = self.phase_note
-        on_phase = functools.partial(note.write, item.nodeid) if note is not None else None
+        on_phase = functools.partial(note.write, item.nodeid, agent=agent_name) if note is not None else None
         with episode_deadline(item, self.task_timeout) as deadline:
             record = run_episode(agent, bench, task, max_steps=self.settings.max_steps, agent_name=agent_name,
                                  budget=budget, scrub=self._scrubber(task), deadline=deadline, on_phase=on_phase)
         if note is not None:
-            note.write(item.nodeid, ENDED)
+            note.write(item.nodeid, ENDED, agent_name)
         outcome = (item.config.hook.pytest_agentbench_verdict_to_outcome(record=record, item=item)
                    or default_outcome(record))
         item.stash[OUTCOME_KEY] = outcome

@@ -77,11 +77,11 @@ class XdistController:
         controller = self.state.config.pluginmanager.get_plugin("agentbench-controller")
         if report.outcome != "failed" or controller is None:
             return  # another plugin plays it again (a rerun)
-        from pytest_agentbench.phases import read_phase
+        from pytest_agentbench.phases import read_note
 
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)
-        phase = read_phase(self.phase_dir / worker, crashitem) if self.phase_dir is not None and worker else None
-        controller.record_crash(report, phase)
+        note = read_note(self.phase_dir / worker, crashitem) if self.phase_dir is not None and worker else None
+        controller.record_crash(report, *(note or (None, None)))
 
     def pytest_unconfigure(self) -> None:
         if self.phase_dir is not None:
