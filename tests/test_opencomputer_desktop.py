@@ -32,7 +32,9 @@ SORTED = "Apple\nBanana\nCherry\nDate\nElderberry\nFig\nGrape\nMango"
 SCRIPT = [{"type": "wait", "seconds": 2}, {"type": "click", "x": 960, "y": 540},
           {"type": "hotkey", "keys": ["ctrl", "a"]}, {"type": "type", "text": SORTED},
           {"type": "hotkey", "keys": ["ctrl", "s"]}, {"type": "wait", "seconds": 2}]
-WORKFLOW = {"steps": [{"action": "wait", "seconds": 2}, {"action": "hotkey", "keys": ["ctrl", "a"]},
+#: the same as a replay bundle: the click by a point (no accessibility tree on this screen)
+WORKFLOW = {"steps": [{"action": "wait", "seconds": 2}, {"action": "click", "at": [0.5, 0.5]},
+                      {"action": "hotkey", "keys": ["ctrl", "a"]},
                       {"action": "type", "text": SORTED}, {"action": "hotkey", "keys": ["ctrl", "s"]},
                       {"action": "wait", "seconds": 2}]}
 

@@ -407,7 +407,7 @@ def test_a_replay_bundle_plays_a_task_in_the_container(setup: tuple[Path, str], 
     (tmp_path / "bundles" / TASK).mkdir(parents=True)
     # the scripted agent's (400, 400) on the 1920x1080 screen: inside gedit's text, which is not maximised
     click = {"action": "click", "at": [round(400 / 1920, 4), round(400 / 1080, 4)]}
-    workflow = {"steps": [WORKFLOW["steps"][0], click, *WORKFLOW["steps"][1:]]}
+    workflow = {"steps": [click if step["action"] == "click" else step for step in WORKFLOW["steps"]]}
     (tmp_path / "bundles" / TASK / "workflow.json").write_text(json.dumps(workflow, indent=1))
     run = _run_id(tmp_path)
     records = plugin_run(checkout, image, tmp_path, [TASK], f"--bench-replay-bundles={tmp_path / 'bundles'}",
