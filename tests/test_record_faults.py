@@ -109,6 +109,7 @@ def test_a_worker_crash_is_typed_by_the_phase_it_died_in(run_sub, pytester):
     # the conftest's agent, noted by the worker, not --bench-agent's (the worker never sent its record)
     assert {row["agent"] for row in rows.values()} == {"crashes"}
     summary = json.loads((folder / "summary.json").read_text())
+    assert summary["agent"] == summary["player"] == "crashes"
     assert summary["statuses"] == {"failed": 3, "error": 2, "passed": 1}
     assert summary["success_rate"] == 0.25  # 1 of the 4 outcomes: the errors are left out
     result.stdout.fnmatch_lines([

@@ -220,11 +220,15 @@ class RunController:
         if not self.records and self.state.manifest is not None and not self.state.manifest.suites:
             return  # only suite benchmarks ran: they report for themselves
         settings = self.state.settings
+        agent, player = settings.agent, self._player(settings.agent)
+        if player == agent:  # the agent played: a conftest's, when the records all name it
+            named = {record.get("agent") for record in self.records} - {None, ""}
+            agent = player = str(named.pop()) if len(named) == 1 else agent
         self.summary = run_summary(
-            self.records, run_name=folder.name, benchmarks=settings.benchmarks, agent=settings.agent,
+            self.records, run_name=folder.name, benchmarks=settings.benchmarks, agent=agent,
             created_at=self.started.isoformat(timespec="seconds"),
             finished_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            max_steps=settings.max_steps, task_fields=None, player=self._player(settings.agent),
+            max_steps=settings.max_steps, task_fields=None, player=player,
             vm_cost=self.state.pools.cost() if self.state.pools is not None else None, budget=self._budget_summary())
         from pytest_agentbench.plugin.junit import add_junit_properties
         from pytest_agentbench.plugin.trials import trial_settings
